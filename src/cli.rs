@@ -1,0 +1,155 @@
+//! The command line, as clap derive types. Doc comments are the help text. kubectl hands a
+//! plugin its arguments untouched (it refuses flags before the plugin name), so the plugin
+//! parses kubectl's connection flags itself, after its name.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::core::lease::LeaseRef;
+use crate::exit::EXIT_CODES_HELP;
+
+/// See whether dispatch's readmission gate holds, why, and what waits because of it.
+#[derive(Debug, Parser)]
+#[command(
+    name = "kubectl-dispatch",
+    bin_name = "kubectl dispatch",
+    version,
+    after_help = EXIT_CODES_HELP,
+    disable_help_subcommand = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// The readmission gate as the adapter judges it: each check, the verdict, and the
+    /// Workloads waiting at dispatch's Pending check.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Gate(GateArgs),
+    /// The controller's leader-election Lease as a heartbeat: holder, last renewal, limit,
+    /// status.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Lease(LeaseArgs),
+}
+
+/// kubectl's connection flags, accepted before or after the verb.
+#[derive(Debug, Args, Default, Clone)]
+pub struct ConnectionArgs {
+    /// Path to the kubeconfig file (default: $KUBECONFIG, merged as kubectl does, else ~/.kube/config)
+    #[arg(long, global = true, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// The kubeconfig context to use
+    #[arg(long, global = true, value_name = "NAME")]
+    pub context: Option<String>,
+
+    /// The kubeconfig cluster to use
+    #[arg(long, global = true, value_name = "NAME")]
+    pub cluster: Option<String>,
+
+    /// The kubeconfig user to use
+    #[arg(long, global = true, value_name = "NAME")]
+    pub user: Option<String>,
+
+    /// User to impersonate
+    #[arg(long = "as", global = true, value_name = "USER")]
+    pub impersonate: Option<String>,
+
+    /// Group to impersonate (repeatable)
+    #[arg(long = "as-group", global = true, value_name = "GROUP")]
+    pub impersonate_groups: Vec<String>,
+
+    /// Namespace of the Workloads to show (default: the context's namespace, else default)
+    #[arg(short = 'n', long, global = true, value_name = "NAME")]
+    pub namespace: Option<String>,
+
+    /// Show Workloads in every namespace
+    #[arg(short = 'A', long, global = true)]
+    pub all_namespaces: bool,
+
+    /// Bound on the whole command: seconds, or a duration such as 5s or 1m30s; 0 means none
+    #[arg(long, global = true, value_name = "DURATION", default_value = "30s")]
+    pub request_timeout: String,
+
+    /// Log level for stderr: 1 shows the context and server, 6 each request
+    #[arg(
+        short = 'v',
+        long = "v",
+        global = true,
+        value_name = "LEVEL",
+        default_value_t = 0
+    )]
+    pub verbosity: u8,
+}
+
+/// Which of dispatch's objects to read. Flags win over `--config`.
+#[derive(Debug, Args, Default, Clone)]
+pub struct TargetArgs {
+    /// The controller's Lease [default: dispatch-system/dispatch-admission]
+    #[arg(long, value_name = "NAMESPACE/NAME")]
+    pub lease: Option<LeaseRef>,
+
+    /// dispatch's controllerName on AdmissionChecks [default: dispatch-admission]
+    #[arg(long, value_name = "NAME")]
+    pub controller_name: Option<String>,
+
+    /// ClusterQueue to judge (repeatable; default: every one that lists dispatch's check)
+    #[arg(long = "cluster-queue", value_name = "NAME")]
+    pub cluster_queues: Vec<String>,
+
+    /// The AdmissionCheck to judge (default: those whose controllerName is dispatch's)
+    #[arg(long, value_name = "NAME")]
+    pub admission_check: Option<String>,
+
+    /// Read these settings from the adapter's YAML config (kueue.admissionLease, ...)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct OutputArgs {
+    /// Output format
+    #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
+    pub output: Format,
+
+    /// Print tables without their header row
+    #[arg(long)]
+    pub no_headers: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Table,
+    Wide,
+    Json,
+    Yaml,
+}
+
+#[derive(Debug, Args)]
+pub struct GateArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+
+    /// Also show Workloads at dispatch's check in Retry, Rejected, or Pending before quota
+    #[arg(long)]
+    pub all_states: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LeaseArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+}

@@ -1,0 +1,324 @@
+//! Reads the facts. Each read turns 404 and 403 into data ([`Fetched`]); anything else stops
+//! the run with an [`Error`]. Lists are paged (limit 500) and each page is reduced as it
+//! arrives, so memory follows what is kept, not what is listed.
+
+use std::time::Instant;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroup;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, ListParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde::de::DeserializeOwned;
+
+use super::connect::Connection;
+use super::failure::{Failure, classify, transport};
+use super::wire;
+use crate::core::fetched::{Denied, Fetched};
+use crate::core::kueue::{AdmissionCheck, ClusterQueue, LocalQueue};
+use crate::core::lease::{LeaseFacts, LeaseRef};
+use crate::core::waiting::{self, Waiting, WaitingScope};
+use crate::error::Error;
+use crate::log::Log;
+
+const GROUP: &str = "kueue.x-k8s.io";
+const PAGE: u32 = 500;
+
+/// The Kueue API version this cluster serves, and the server's clock when it answered.
+#[derive(Debug, Clone)]
+pub struct Kueue {
+    pub version: String,
+    pub server_date: Option<Timestamp>,
+}
+
+impl Kueue {
+    fn resource(&self, kind: &str, plural: &str) -> ApiResource {
+        ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(GROUP, &self.version, kind),
+            plural,
+        )
+    }
+}
+
+/// Discovers which Kueue version is served: v1beta2, else v1beta1 (Kueue ≤ v0.15). An unserved
+/// group answers a plain-text 404, so this asks discovery rather than parsing an error body.
+pub async fn discover_kueue(conn: &Connection, log: &Log) -> Result<Kueue, Error> {
+    let path = format!("/apis/{GROUP}");
+    let started = Instant::now();
+    let request = http::Request::get(&path)
+        .body(Vec::<u8>::new())
+        .map_err(|e| Error::Usage(e.to_string()))?;
+    let response = conn
+        .client
+        .send(request.map(Into::into))
+        .await
+        .map_err(|e| stop(e, conn, "the Kueue API group"))?;
+    let status = response.status();
+    let server_date = response
+        .headers()
+        .get(http::header::DATE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| k8s_openapi::jiff::fmt::rfc2822::parse(v).ok())
+        .map(|z| z.timestamp());
+    log.info(
+        6,
+        &format!(
+            "GET {path} {} in {}ms",
+            status.as_u16(),
+            started.elapsed().as_millis()
+        ),
+    );
+    match status.as_u16() {
+        200 => {}
+        404 => return Err(Error::KueueMissing),
+        401 => {
+            return Err(Error::Unauthorized {
+                server: conn.server.clone(),
+            });
+        }
+        code => {
+            return Err(Error::Api {
+                action: "describe the Kueue API group".into(),
+                message: format!("HTTP {code}"),
+            });
+        }
+    }
+    let body = response
+        .into_body()
+        .collect_bytes()
+        .await
+        .map_err(|e| transport(&e, &conn.server))?;
+    let group: APIGroup = serde_json::from_slice(&body).map_err(|e| Error::Malformed {
+        what: "the Kueue API group".into(),
+        cause: e.to_string(),
+    })?;
+    let served: Vec<&str> = group.versions.iter().map(|v| v.version.as_str()).collect();
+    let version = ["v1beta2", "v1beta1"]
+        .into_iter()
+        .find(|v| served.contains(v))
+        .ok_or(Error::KueueMissing)?
+        .to_string();
+    log.info(1, &format!("Kueue API {GROUP}/{version}"));
+    Ok(Kueue {
+        version,
+        server_date,
+    })
+}
+
+fn stop(e: kube::Error, conn: &Connection, what: &str) -> Error {
+    match classify(e, &conn.server, what) {
+        Failure::Stop(e) => e,
+        Failure::NotFound => Error::Api {
+            action: format!("return {what}"),
+            message: "not found (404)".into(),
+        },
+        Failure::Forbidden => Error::Api {
+            action: format!("return {what}"),
+            message: "forbidden (403)".into(),
+        },
+    }
+}
+
+/// GETs the Lease.
+pub async fn lease(
+    conn: &Connection,
+    lease: &LeaseRef,
+    log: &Log,
+) -> Result<Fetched<LeaseFacts>, Error> {
+    let api: Api<Lease> = Api::namespaced(conn.client.clone(), &lease.namespace);
+    let started = Instant::now();
+    let result = api.get(&lease.name).await;
+    log.info(
+        6,
+        &format!(
+            "GET {}/{} {} in {}ms",
+            api.resource_url(),
+            lease.name,
+            outcome(&result),
+            started.elapsed().as_millis()
+        ),
+    );
+    match result {
+        Ok(l) => Ok(Fetched::Found(LeaseFacts::from(&l))),
+        Err(e) => match classify(e, &conn.server, &format!("Lease {lease}")) {
+            Failure::NotFound => Ok(Fetched::Missing),
+            Failure::Forbidden => Ok(Fetched::Forbidden(Denied {
+                rule: format!(
+                    "get leases.coordination.k8s.io {:?} in namespace {}",
+                    lease.name, lease.namespace
+                ),
+            })),
+            Failure::Stop(e) => Err(e),
+        },
+    }
+}
+
+fn outcome<T>(r: &Result<T, kube::Error>) -> String {
+    match r {
+        Ok(_) => "200".into(),
+        Err(kube::Error::Api(s)) => s.code.to_string(),
+        Err(_) => "failed".into(),
+    }
+}
+
+/// Lists every page of `api`, handing each page's items to `keep`.
+async fn list_pages<K, F>(
+    api: &Api<K>,
+    what: &str,
+    conn: &Connection,
+    log: &Log,
+    mut keep: F,
+) -> Result<Fetched<()>, Error>
+where
+    K: kube::Resource + Clone + DeserializeOwned + std::fmt::Debug,
+    F: FnMut(Vec<K>),
+{
+    let mut params = ListParams::default().limit(PAGE);
+    loop {
+        let started = Instant::now();
+        let result = api.list(&params).await;
+        log.info(
+            6,
+            &format!(
+                "LIST {}?limit={PAGE} {} in {}ms",
+                api.resource_url(),
+                outcome(&result),
+                started.elapsed().as_millis()
+            ),
+        );
+        let page = match result {
+            Ok(page) => page,
+            Err(e) => {
+                return match classify(e, &conn.server, what) {
+                    Failure::Forbidden => Ok(Fetched::Forbidden(Denied {
+                        rule: String::new(),
+                    })),
+                    Failure::NotFound => Err(Error::KueueResourceMissing {
+                        resource: what.into(),
+                        group_version: api.resource_url().to_string(),
+                    }),
+                    Failure::Stop(e) => Err(e),
+                };
+            }
+        };
+        let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
+        keep(page.items);
+        match next {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok(Fetched::Found(())),
+        }
+    }
+}
+
+fn with_rule(fetched: Fetched<()>, rule: String) -> Fetched<()> {
+    match fetched {
+        Fetched::Forbidden(_) => Fetched::Forbidden(Denied { rule }),
+        other => other,
+    }
+}
+
+pub async fn cluster_queues(
+    conn: &Connection,
+    kueue: &Kueue,
+    log: &Log,
+) -> Result<Fetched<Vec<ClusterQueue>>, Error> {
+    let api: Api<wire::WireClusterQueue> = Api::all_with(
+        conn.client.clone(),
+        &kueue.resource("ClusterQueue", "clusterqueues"),
+    );
+    let mut out = Vec::new();
+    let fetched = list_pages(&api, "ClusterQueues", conn, log, |items| {
+        out.extend(items.iter().map(wire::cluster_queue))
+    })
+    .await?;
+    Ok(with_rule(
+        fetched,
+        "list clusterqueues.kueue.x-k8s.io (cluster-wide)".into(),
+    )
+    .map(|_| out))
+}
+
+pub async fn admission_checks(
+    conn: &Connection,
+    kueue: &Kueue,
+    log: &Log,
+) -> Result<Fetched<Vec<AdmissionCheck>>, Error> {
+    let api: Api<wire::WireAdmissionCheck> = Api::all_with(
+        conn.client.clone(),
+        &kueue.resource("AdmissionCheck", "admissionchecks"),
+    );
+    let mut out = Vec::new();
+    let fetched = list_pages(&api, "AdmissionChecks", conn, log, |items| {
+        out.extend(items.iter().map(wire::admission_check))
+    })
+    .await?;
+    Ok(with_rule(
+        fetched,
+        "list admissionchecks.kueue.x-k8s.io (cluster-wide)".into(),
+    )
+    .map(|_| out))
+}
+
+fn namespaced_or_all<K>(conn: &Connection, namespace: Option<&str>, ar: &ApiResource) -> Api<K>
+where
+    K: kube::Resource<DynamicType = ApiResource, Scope = kube::core::DynamicResourceScope>,
+{
+    match namespace {
+        Some(ns) => Api::namespaced_with(conn.client.clone(), ns, ar),
+        None => Api::all_with(conn.client.clone(), ar),
+    }
+}
+
+fn scope_text(namespace: Option<&str>) -> String {
+    match namespace {
+        Some(ns) => format!("in namespace {ns}"),
+        None => "in all namespaces".into(),
+    }
+}
+
+pub async fn local_queues(
+    conn: &Connection,
+    kueue: &Kueue,
+    namespace: Option<&str>,
+    log: &Log,
+) -> Result<Fetched<Vec<LocalQueue>>, Error> {
+    let api: Api<wire::WireLocalQueue> = namespaced_or_all(
+        conn,
+        namespace,
+        &kueue.resource("LocalQueue", "localqueues"),
+    );
+    let mut out = Vec::new();
+    let fetched = list_pages(&api, "LocalQueues", conn, log, |items| {
+        out.extend(items.iter().map(wire::local_queue))
+    })
+    .await?;
+    Ok(with_rule(
+        fetched,
+        format!("list localqueues.kueue.x-k8s.io {}", scope_text(namespace)),
+    )
+    .map(|_| out))
+}
+
+/// Streams the Workloads page by page and keeps only the entries the scope selects.
+pub async fn waiting(
+    conn: &Connection,
+    kueue: &Kueue,
+    namespace: Option<&str>,
+    scope: &WaitingScope,
+    log: &Log,
+) -> Result<Fetched<Vec<Waiting>>, Error> {
+    let api: Api<wire::WireWorkload> =
+        namespaced_or_all(conn, namespace, &kueue.resource("Workload", "workloads"));
+    let mut out = Vec::new();
+    let fetched = list_pages(&api, "Workloads", conn, log, |items| {
+        for item in &items {
+            out.extend(waiting::select(&wire::workload(item), scope));
+        }
+    })
+    .await?;
+    Ok(with_rule(
+        fetched,
+        format!("list workloads.kueue.x-k8s.io {}", scope_text(namespace)),
+    )
+    .map(|_| out))
+}

@@ -1,0 +1,170 @@
+//! Kueue's objects on the wire: lenient serde types holding only what the core reads, so a
+//! page of Workloads is parsed without building their pod templates. They read both API
+//! versions; unknown fields are skipped.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::core::object::{NotUsed, Object};
+use serde::Deserialize;
+
+use crate::core::kueue::{
+    AdmissionCheck, CheckState, ClusterQueue, Condition, LocalQueue, Workload,
+};
+
+pub type WireClusterQueue = Object<ClusterQueueSpec, NotUsed>;
+pub type WireAdmissionCheck = Object<AdmissionCheckSpec, AdmissionCheckStatus>;
+pub type WireLocalQueue = Object<LocalQueueSpec, NotUsed>;
+pub type WireWorkload = Object<WorkloadSpec, WorkloadStatus>;
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ClusterQueueSpec {
+    /// v1beta1 only.
+    admission_checks: Vec<String>,
+    admission_checks_strategy: Option<Strategy>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct Strategy {
+    admission_checks: Vec<StrategyRule>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+struct StrategyRule {
+    name: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct AdmissionCheckSpec {
+    controller_name: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct AdmissionCheckStatus {
+    conditions: Vec<WireCondition>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct WireCondition {
+    #[serde(rename = "type")]
+    type_: String,
+    status: String,
+    reason: Option<String>,
+    message: Option<String>,
+    last_transition_time: Option<Time>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct LocalQueueSpec {
+    cluster_queue: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct WorkloadSpec {
+    queue_name: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct WorkloadStatus {
+    conditions: Vec<WireCondition>,
+    admission: Option<Admission>,
+    admission_checks: Vec<WireCheckState>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct Admission {
+    cluster_queue: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct WireCheckState {
+    name: String,
+    state: String,
+    message: String,
+    last_transition_time: Option<Time>,
+}
+
+fn name_of<P: Clone, U: Clone>(o: &Object<P, U>) -> String {
+    o.metadata.name.clone().unwrap_or_default()
+}
+
+fn namespace_of<P: Clone, U: Clone>(o: &Object<P, U>) -> String {
+    o.metadata.namespace.clone().unwrap_or_default()
+}
+
+impl From<&WireCondition> for Condition {
+    fn from(c: &WireCondition) -> Self {
+        Condition {
+            status: c.status.clone(),
+            reason: c.reason.clone(),
+            message: c.message.clone(),
+            last_transition: c.last_transition_time.as_ref().map(|t| t.0),
+        }
+    }
+}
+
+pub fn cluster_queue(o: &WireClusterQueue) -> ClusterQueue {
+    let mut checks: Vec<String> = o.spec.admission_checks.clone();
+    if let Some(s) = &o.spec.admission_checks_strategy {
+        checks.extend(s.admission_checks.iter().map(|r| r.name.clone()));
+    }
+    checks.dedup();
+    ClusterQueue {
+        name: name_of(o),
+        admission_checks: checks,
+    }
+}
+
+pub fn admission_check(o: &WireAdmissionCheck) -> AdmissionCheck {
+    let active = o
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Active"))
+        .map(Condition::from);
+    AdmissionCheck {
+        name: name_of(o),
+        controller_name: o.spec.controller_name.clone(),
+        active,
+    }
+}
+
+pub fn local_queue(o: &WireLocalQueue) -> LocalQueue {
+    LocalQueue {
+        namespace: namespace_of(o),
+        name: name_of(o),
+        cluster_queue: o.spec.cluster_queue.clone(),
+    }
+}
+
+pub fn workload(o: &WireWorkload) -> Workload {
+    let status = o.status.clone().unwrap_or_default();
+    Workload {
+        namespace: namespace_of(o),
+        name: name_of(o),
+        queue_name: o.spec.queue_name.clone(),
+        admitted_in: status.admission.and_then(|a| a.cluster_queue),
+        quota_reserved: status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "QuotaReserved" && c.status == "True"),
+        checks: status
+            .admission_checks
+            .iter()
+            .map(|c| CheckState {
+                name: c.name.clone(),
+                state: c.state.clone(),
+                message: c.message.clone(),
+                last_transition: c.last_transition_time.as_ref().map(|t| t.0),
+            })
+            .collect(),
+    }
+}

@@ -1,0 +1,42 @@
+//! `kubectl dispatch lease`.
+
+use crate::cluster::connect::Connection;
+use crate::cluster::fetch;
+use crate::core::lease::{self, LeaseRef};
+use crate::core::skew;
+use crate::error::Error;
+use crate::exit::Exit;
+use crate::report::LeaseRun;
+use crate::settings::Output;
+
+use super::{Deps, bounded};
+
+pub async fn run(
+    conn: &Connection,
+    lease_ref: &LeaseRef,
+    output: Output,
+    timeout: Option<std::time::Duration>,
+    deps: &mut Deps<'_>,
+) -> Result<Exit, Error> {
+    let fetched = bounded(
+        timeout,
+        &conn.server,
+        fetch::lease(conn, lease_ref, deps.log),
+    )
+    .await?;
+    let now = deps.clock.now();
+    let assessment = lease::assess(lease_ref, &fetched, now);
+    let warnings: Vec<String> = skew::lease_in_future(assessment.facts.as_ref(), now)
+        .into_iter()
+        .collect();
+    let run = LeaseRun {
+        assessment,
+        warnings,
+        now,
+    };
+    for w in &run.warnings {
+        let _ = writeln!(deps.err, "Warning: {w}");
+    }
+    crate::render::lease::render(&run, output, deps.out).map_err(crate::error::Error::from)?;
+    Ok(Exit::from(run.assessment.state.verdict()))
+}

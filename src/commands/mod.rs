@@ -1,0 +1,35 @@
+//! One module per verb: fetch the facts, evaluate them with the pure core at one `now`, render.
+
+pub mod gate;
+pub mod lease;
+
+use std::io::Write;
+
+use crate::clock::Clock;
+use crate::log::Log;
+
+/// What a command needs from the outside world.
+pub struct Deps<'a> {
+    pub clock: &'a dyn Clock,
+    pub out: &'a mut dyn Write,
+    pub err: &'a mut dyn Write,
+    pub log: &'a Log,
+    pub style: crate::render::Style,
+}
+
+/// Bounds a whole evaluation: the client's own retries (429, 503) happen inside this too.
+pub async fn bounded<T>(
+    timeout: Option<std::time::Duration>,
+    server: &str,
+    work: impl std::future::Future<Output = Result<T, crate::error::Error>>,
+) -> Result<T, crate::error::Error> {
+    match timeout {
+        None => work.await,
+        Some(t) => tokio::time::timeout(t, work).await.unwrap_or_else(|_| {
+            Err(crate::error::Error::Timeout {
+                server: server.to_string(),
+                timeout: t,
+            })
+        }),
+    }
+}

@@ -1,0 +1,140 @@
+//! Durations written the two ways operators already know: Go's `time.Duration` text (the
+//! adapter's reason strings) and kubectl's `HumanDuration` (ages in tables).
+
+use k8s_openapi::jiff::SignedDuration;
+
+/// Writes whole seconds as Go's `time.Duration.String()` does: `0s`, `47s`, `2m3s`, `1h0m5s`.
+/// Negative values keep Go's leading minus (`-5s`).
+pub fn go_seconds(seconds: i64) -> String {
+    if seconds == 0 {
+        return "0s".to_string();
+    }
+    let sign = if seconds < 0 { "-" } else { "" };
+    let s = seconds.unsigned_abs();
+    let (h, m, s) = (s / 3600, (s % 3600) / 60, s % 60);
+    if h > 0 {
+        format!("{sign}{h}h{m}m{s}s")
+    } else if m > 0 {
+        format!("{sign}{m}m{s}s")
+    } else {
+        format!("{sign}{s}s")
+    }
+}
+
+/// The whole seconds of a duration, truncated toward zero as Go's `Truncate(time.Second)` does.
+pub fn whole_seconds(d: SignedDuration) -> i64 {
+    d.as_secs()
+}
+
+/// kubectl's `duration.HumanDuration`: integer truncation, a year of 365 days, `<invalid>`
+/// for more than a second in the future.
+pub fn human(d: SignedDuration) -> String {
+    let seconds = d.as_secs();
+    if seconds < -1 {
+        return "<invalid>".to_string();
+    }
+    if seconds < 0 {
+        return "0s".to_string();
+    }
+    let s = seconds;
+    if s < 60 * 2 {
+        return format!("{s}s");
+    }
+    let minutes = s / 60;
+    if minutes < 10 {
+        let rest = s % 60;
+        return if rest == 0 {
+            format!("{minutes}m")
+        } else {
+            format!("{minutes}m{rest}s")
+        };
+    }
+    if minutes < 60 * 3 {
+        return format!("{minutes}m");
+    }
+    let hours = s / 3600;
+    if hours < 8 {
+        let rest = minutes % 60;
+        return if rest == 0 {
+            format!("{hours}h")
+        } else {
+            format!("{hours}h{rest}m")
+        };
+    }
+    if hours < 48 {
+        return format!("{hours}h");
+    }
+    if hours < 24 * 8 {
+        let rest = hours % 24;
+        let days = hours / 24;
+        return if rest == 0 {
+            format!("{days}d")
+        } else {
+            format!("{days}d{rest}h")
+        };
+    }
+    if hours < 24 * 365 * 2 {
+        return format!("{}d", hours / 24);
+    }
+    let years = hours / 24 / 365;
+    if years < 8 {
+        let days = (hours / 24) % 365;
+        return if days == 0 {
+            format!("{years}y")
+        } else {
+            format!("{years}y{days}d")
+        };
+    }
+    format!("{years}y")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_durations_match_go() {
+        for (secs, want) in [
+            (0, "0s"),
+            (47, "47s"),
+            (60, "1m0s"),
+            (123, "2m3s"),
+            (3605, "1h0m5s"),
+            (90061, "25h1m1s"),
+            (-5, "-5s"),
+        ] {
+            assert_eq!(go_seconds(secs), want, "{secs}");
+        }
+    }
+
+    #[test]
+    fn human_durations_match_kubectl() {
+        let cases = [
+            (-2, "<invalid>"),
+            (-1, "0s"),
+            (0, "0s"),
+            (62, "62s"),
+            (119, "119s"),
+            (122, "2m2s"),
+            (120, "2m"),
+            (336, "5m36s"),
+            (600, "10m"),
+            (179 * 60, "179m"),
+            (3 * 3600 + 300, "3h5m"),
+            (3 * 3600, "3h"),
+            (7 * 3600 + 59 * 60, "7h59m"),
+            (8 * 3600, "8h"),
+            (47 * 3600, "47h"),
+            (2 * 86400 + 3 * 3600, "2d3h"),
+            (2 * 86400, "2d"),
+            (8 * 86400, "8d"),
+            (729 * 86400, "729d"),
+            (2 * 365 * 86400 + 86400, "2y1d"),
+            (2 * 365 * 86400, "2y"),
+            (8 * 365 * 86400, "8y"),
+        ];
+        for (secs, want) in cases {
+            assert_eq!(human(SignedDuration::from_secs(secs)), want, "{secs}");
+        }
+    }
+}

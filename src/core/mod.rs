@@ -1,0 +1,10 @@
+//! The pure core: facts in, judgements out. Nothing here does I/O, reads a clock or prints.
+
+pub mod duration;
+pub mod fetched;
+pub mod gate;
+pub mod kueue;
+pub mod lease;
+pub mod skew;
+pub mod verdict;
+pub mod waiting;

@@ -1,0 +1,96 @@
+//! Errors that stop a run before a verdict. Display is the one sentence the user reads after
+//! `error: `; [`Error::hint`] is at most one line suggesting the next step. A missing or
+//! forbidden object is not an error: it is a fact the gate judges.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("no kubeconfig found: set KUBECONFIG or pass --kubeconfig, or run inside a cluster")]
+    NoKubeconfig,
+
+    #[error("cannot read kubeconfig {path}: {cause}")]
+    ReadKubeconfig { path: PathBuf, cause: String },
+
+    #[error("invalid kubeconfig: {0}")]
+    Kubeconfig(String),
+
+    #[error("context {0:?} not found in the kubeconfig")]
+    UnknownContext(String),
+
+    #[error("no current context is set in the kubeconfig")]
+    NoCurrentContext,
+
+    #[error("cannot reach the API server at {server}: {cause}")]
+    Unreachable { server: String, cause: String },
+
+    #[error("TLS with the API server at {server} failed: {cause}")]
+    Tls { server: String, cause: String },
+
+    #[error("the API server at {server} rejected the credentials (401 Unauthorized)")]
+    Unauthorized { server: String },
+
+    #[error("no answer from the API server at {server} within {}", crate::core::duration::go_seconds(timeout.as_secs() as i64))]
+    Timeout { server: String, timeout: Duration },
+
+    #[error("Kueue is not installed: the API server does not serve the API group kueue.x-k8s.io")]
+    KueueMissing,
+
+    #[error("Kueue's {resource} API is not served ({group_version})")]
+    KueueResourceMissing {
+        resource: String,
+        group_version: String,
+    },
+
+    #[error("the API server refused to {action}: {message}")]
+    Api { action: String, message: String },
+
+    #[error("cannot decode {what}: {cause}")]
+    Malformed { what: String, cause: String },
+
+    #[error("cannot read config file {path}: {cause}")]
+    ConfigFile { path: PathBuf, cause: String },
+
+    #[error("{0}")]
+    Usage(String),
+
+    #[error("cannot write output: {0}")]
+    Output(#[source] std::io::Error),
+}
+
+impl Error {
+    /// One line that suggests what to do next.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Error::UnknownContext(_) | Error::NoCurrentContext => {
+                Some("list the contexts with 'kubectl config get-contexts'".into())
+            }
+            Error::Unreachable { .. } | Error::Timeout { .. } => {
+                Some("check that the cluster is running and that --context points at it".into())
+            }
+            Error::Tls { .. } => {
+                Some("check certificate-authority-data for this cluster in the kubeconfig".into())
+            }
+            Error::Unauthorized { .. } => Some(
+                "log in again, or check the user entry of this context in the kubeconfig".into(),
+            ),
+            Error::KueueMissing | Error::KueueResourceMissing { .. } => Some(
+                "install Kueue (its CRDs), or choose the cluster that runs it with --context"
+                    .into(),
+            ),
+            _ => None,
+        }
+    }
+
+    pub fn is_usage(&self) -> bool {
+        matches!(self, Error::Usage(_))
+    }
+}
+
+impl From<std::io::Error> for Error {
+    /// Writing the output failed (other than a closed pipe, which main treats as success).
+    fn from(e: std::io::Error) -> Self {
+        Error::Output(e)
+    }
+}

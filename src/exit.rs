@@ -1,0 +1,66 @@
+//! The documented exit codes. `kubectl dispatch gate ... && start-job` must behave predictably,
+//! so each outcome has its own code, and 2 stays clap's for usage errors.
+
+use crate::core::verdict::Verdict;
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Gate yes, or Lease fresh.
+    Yes,
+    /// Could not evaluate: an error, reported on stderr.
+    Failed,
+    /// Usage error.
+    Usage,
+    /// Gate no, or Lease not fresh.
+    No,
+    /// Unknown: a read that decides was forbidden.
+    Unknown,
+}
+
+impl Exit {
+    pub fn code(self) -> i32 {
+        match self {
+            Exit::Yes => 0,
+            Exit::Failed => 1,
+            Exit::Usage => 2,
+            Exit::No => 3,
+            Exit::Unknown => 4,
+        }
+    }
+}
+
+impl From<Verdict> for Exit {
+    fn from(v: Verdict) -> Self {
+        match v {
+            Verdict::Yes => Exit::Yes,
+            Verdict::No => Exit::No,
+            Verdict::Unknown => Exit::Unknown,
+        }
+    }
+}
+
+/// The table printed in `--help` and the README.
+pub const EXIT_CODES_HELP: &str = "\
+Exit codes:
+  0  gate yes, or Lease fresh
+  1  could not evaluate (an error; one line on stderr)
+  2  usage error
+  3  gate no, or Lease not fresh
+  4  unknown: a read that decides was forbidden";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_the_documented_ones() {
+        assert_eq!(Exit::Yes.code(), 0);
+        assert_eq!(Exit::Failed.code(), 1);
+        assert_eq!(Exit::Usage.code(), 2);
+        assert_eq!(Exit::No.code(), 3);
+        assert_eq!(Exit::Unknown.code(), 4);
+        assert_eq!(Exit::from(Verdict::Unknown), Exit::Unknown);
+        assert_eq!(Exit::from(Verdict::No), Exit::No);
+    }
+}

@@ -1,0 +1,100 @@
+//! `kubectl dispatch lease`: the Lease as a heartbeat, one row.
+
+use std::io::{self, Write};
+
+use k8s_openapi::jiff::Timestamp;
+
+use super::sanitize::cell;
+use super::table;
+use crate::cli::Format;
+use crate::core::duration::{go_seconds, human};
+use crate::core::lease::{LeaseAssessment, LeaseState};
+use crate::report::LeaseRun;
+use crate::settings::Output;
+
+pub const HEADERS: &[&str] = &[
+    "lease",
+    "holder",
+    "renewed",
+    "duration",
+    "limit",
+    "status",
+    "transitions",
+    "acquired",
+];
+pub const WIDE_HEADERS: &[&str] = &["renew time", "acquire time", "reason"];
+
+pub fn render(run: &LeaseRun, output: Output, out: &mut dyn Write) -> io::Result<()> {
+    match output.format {
+        Format::Json => super::structured::json(out, &run.document()),
+        Format::Yaml => super::structured::yaml(out, &run.document()),
+        Format::Table | Format::Wide => {
+            let wide = output.format == Format::Wide;
+            let mut headers = HEADERS.to_vec();
+            if wide {
+                headers.extend_from_slice(WIDE_HEADERS);
+            }
+            let row = row(&run.assessment, run.now, wide);
+            table::write(out, &headers, &[row], output.no_headers)
+        }
+    }
+}
+
+/// STATUS: `fresh (stale in 28s)`, `stale (for 3m)`, `no holder`, `never renewed`, `missing`,
+/// `forbidden`.
+pub fn status(state: &LeaseState) -> String {
+    match state {
+        LeaseState::Fresh { stale_in, .. } => format!("fresh (stale in {})", human(*stale_in)),
+        LeaseState::Stale { stale_for, .. } => format!("stale (for {})", human(*stale_for)),
+        other => other.label().to_string(),
+    }
+}
+
+pub fn row(a: &LeaseAssessment, now: Timestamp, wide: bool) -> Vec<String> {
+    let facts = a.facts.clone().unwrap_or_default();
+    let mut row = vec![
+        cell(&a.lease.to_string(), None),
+        cell(facts.holder().unwrap_or(""), None),
+        facts
+            .renew_time
+            .map(|t| human(now.duration_since(t)))
+            .unwrap_or_default(),
+        facts
+            .duration_seconds
+            .map(|d| go_seconds(d.into()))
+            .unwrap_or_default(),
+        facts
+            .duration_seconds
+            .map(|d| go_seconds(2 * i64::from(d)))
+            .unwrap_or_default(),
+        status(&a.state),
+        facts.transitions.map(|t| t.to_string()).unwrap_or_default(),
+        facts
+            .acquire_time
+            .map(|t| human(now.duration_since(t)))
+            .unwrap_or_default(),
+    ];
+    if wide {
+        row.push(
+            facts
+                .renew_time
+                .map(|t| t.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string())
+                .unwrap_or_default(),
+        );
+        row.push(
+            facts
+                .acquire_time
+                .map(|t| t.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string())
+                .unwrap_or_default(),
+        );
+        row.push(reason_cell(a));
+    }
+    row
+}
+
+fn reason_cell(a: &LeaseAssessment) -> String {
+    match &a.state {
+        LeaseState::Forbidden { rule } => format!("missing RBAC: {rule}"),
+        other => other.reason(&a.lease).unwrap_or_default(),
+    }
+}

@@ -1,0 +1,37 @@
+//! Renderers: a finished report and any writer in, text out. No fetching, no clock.
+
+pub mod gate;
+pub mod lease;
+pub mod sanitize;
+pub mod structured;
+pub mod table;
+
+/// Whether to colour the verdict: only on a terminal, and never with NO_COLOR set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Style {
+    pub color: bool,
+}
+
+impl Style {
+    pub fn detect() -> Style {
+        use std::io::IsTerminal;
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        Style {
+            color: !no_color && std::io::stdout().is_terminal(),
+        }
+    }
+
+    /// Paints a verdict or status word: green when good, red when bad, yellow when unknown.
+    pub fn paint(self, word: &str, verdict: crate::core::verdict::Verdict) -> String {
+        use crate::core::verdict::Verdict;
+        if !self.color {
+            return word.to_string();
+        }
+        let code = match verdict {
+            Verdict::Yes => "32",
+            Verdict::No => "31",
+            Verdict::Unknown => "33",
+        };
+        format!("\u{1b}[{code}m{word}\u{1b}[0m")
+    }
+}

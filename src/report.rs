@@ -1,0 +1,308 @@
+//! What a run found, and its documented, versioned JSON/YAML form. The field names below are a
+//! contract (schema `kubectl-dispatch/v1`): add fields, never rename or remove them.
+
+use k8s_openapi::jiff::Timestamp;
+use serde::Serialize;
+
+use crate::core::fetched::Fetched;
+use crate::core::gate::{Chain, Check, GateReport, Outcome};
+use crate::core::lease::{LeaseAssessment, LeaseState};
+use crate::core::verdict::Verdict;
+use crate::core::waiting::Waiting;
+
+pub const SCHEMA: &str = "kubectl-dispatch/v1";
+
+/// One `gate` run.
+#[derive(Debug, Clone)]
+pub struct GateRun {
+    pub report: GateReport,
+    pub waiting: Fetched<Vec<Waiting>>,
+    /// `None` for all namespaces.
+    pub namespace: Option<String>,
+    pub warnings: Vec<String>,
+    pub now: Timestamp,
+}
+
+/// One `lease` run.
+#[derive(Debug, Clone)]
+pub struct LeaseRun {
+    pub assessment: LeaseAssessment,
+    pub warnings: Vec<String>,
+    pub now: Timestamp,
+}
+
+impl GateRun {
+    /// "3 workloads wait at dispatch's Pending check; the controller's Lease is stale", when the
+    /// gate is not yes and something waits.
+    pub fn stall_summary(&self) -> Option<String> {
+        if self.report.verdict == Verdict::Yes {
+            return None;
+        }
+        let stalled = self
+            .waiting
+            .found()?
+            .iter()
+            .filter(|w| w.is_stalled())
+            .count();
+        if stalled == 0 {
+            return None;
+        }
+        let noun = if stalled == 1 {
+            "workload waits"
+        } else {
+            "workloads wait"
+        };
+        Some(format!(
+            "{stalled} {noun} at dispatch's Pending check; {}",
+            self.cause()
+        ))
+    }
+
+    fn cause(&self) -> String {
+        let chain = self
+            .report
+            .chains
+            .iter()
+            .find(|c| c.verdict == self.report.verdict);
+        let deciding = chain.and_then(|c| {
+            c.checks
+                .iter()
+                .find(|k| matches!(k.outcome, Outcome::Fail(_)))
+        });
+        match (deciding.map(|c| c.kind), &self.report.lease.state) {
+            (Some(crate::core::gate::CheckKind::Heartbeat), state) => match state {
+                LeaseState::Stale { .. } => "the controller's Lease is stale".into(),
+                LeaseState::NoHolder => "the controller's Lease has no holder".into(),
+                LeaseState::NeverRenewed => "the controller's Lease has never been renewed".into(),
+                LeaseState::Missing => "the controller's Lease does not exist".into(),
+                _ => "the controller's Lease is not a live heartbeat".into(),
+            },
+            _ => match chain.and_then(|c| c.reason.clone()) {
+                Some(reason) if self.report.verdict == Verdict::Unknown => {
+                    format!("the gate cannot be proved: {reason}")
+                }
+                Some(reason) => format!("the gate is closed: {reason}"),
+                None => "the gate is not open".into(),
+            },
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GateDocument {
+    pub schema: &'static str,
+    pub kind: &'static str,
+    pub evaluated_at: String,
+    pub verdict: Verdict,
+    pub mode: &'static str,
+    pub chains: Vec<ChainDoc>,
+    pub lease: LeaseDoc,
+    /// `null` when the Workloads could not be listed (see warnings).
+    pub waiting: Option<Vec<WaitingDoc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChainDoc {
+    pub cluster_queue: Option<String>,
+    pub admission_check: Option<String>,
+    pub verdict: Verdict,
+    pub mode: &'static str,
+    pub reason: Option<String>,
+    pub checks: Vec<CheckDoc>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckDoc {
+    pub id: &'static str,
+    pub title: &'static str,
+    pub result: &'static str,
+    pub detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing_rbac: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LeaseDoc {
+    pub namespace: String,
+    pub name: String,
+    pub status: &'static str,
+    pub verdict: Verdict,
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing_rbac: Option<String>,
+    pub holder: Option<String>,
+    pub renew_time: Option<String>,
+    pub acquire_time: Option<String>,
+    pub lease_duration_seconds: Option<i32>,
+    pub lease_transitions: Option<i32>,
+    pub limit_seconds: Option<i64>,
+    pub age_seconds: Option<i64>,
+    pub stale_in_seconds: Option<i64>,
+    pub stale_for_seconds: Option<i64>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitingDoc {
+    pub namespace: String,
+    pub name: String,
+    pub cluster_queue: Option<String>,
+    pub check: String,
+    pub state: String,
+    pub quota_reserved: bool,
+    pub last_transition_time: Option<String>,
+    pub since_seconds: Option<i64>,
+    pub message: String,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LeaseDocument {
+    pub schema: &'static str,
+    pub kind: &'static str,
+    pub evaluated_at: String,
+    pub lease: LeaseDoc,
+    pub warnings: Vec<String>,
+}
+
+fn micro(t: Timestamp) -> String {
+    t.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
+}
+
+fn seconds(t: Timestamp) -> String {
+    t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+pub fn lease_doc(a: &LeaseAssessment) -> LeaseDoc {
+    let facts = a.facts.clone().unwrap_or_default();
+    let (limit, age, stale_in, stale_for) = match &a.state {
+        LeaseState::Fresh {
+            age,
+            limit,
+            stale_in,
+        } => (
+            Some(limit.as_secs()),
+            Some(age.as_secs()),
+            Some(stale_in.as_secs()),
+            None,
+        ),
+        LeaseState::Stale {
+            age,
+            limit,
+            stale_for,
+        } => (
+            Some(limit.as_secs()),
+            Some(age.as_secs()),
+            None,
+            Some(stale_for.as_secs()),
+        ),
+        _ => (
+            facts.duration_seconds.map(|d| 2 * i64::from(d)),
+            None,
+            None,
+            None,
+        ),
+    };
+    LeaseDoc {
+        namespace: a.lease.namespace.clone(),
+        name: a.lease.name.clone(),
+        status: a.state.label(),
+        verdict: a.state.verdict(),
+        reason: a.state.reason(&a.lease),
+        missing_rbac: match &a.state {
+            LeaseState::Forbidden { rule } => Some(rule.clone()),
+            _ => None,
+        },
+        holder: facts.holder.clone(),
+        renew_time: facts.renew_time.map(micro),
+        acquire_time: facts.acquire_time.map(micro),
+        lease_duration_seconds: facts.duration_seconds,
+        lease_transitions: facts.transitions,
+        limit_seconds: limit,
+        age_seconds: age,
+        stale_in_seconds: stale_in,
+        stale_for_seconds: stale_for,
+    }
+}
+
+fn check_doc(c: &Check) -> CheckDoc {
+    let (reason, missing_rbac) = match &c.outcome {
+        Outcome::Pass => (None, None),
+        Outcome::Fail(r) => (Some(r.clone()), None),
+        Outcome::Unknown(rule) => (None, Some(rule.clone())),
+    };
+    CheckDoc {
+        id: c.kind.id(),
+        title: c.kind.title(),
+        result: c.outcome.label(),
+        detail: c.detail.clone(),
+        reason,
+        missing_rbac,
+    }
+}
+
+fn chain_doc(c: &Chain) -> ChainDoc {
+    ChainDoc {
+        cluster_queue: c.cluster_queue.clone(),
+        admission_check: c.admission_check.clone(),
+        verdict: c.verdict,
+        mode: c.verdict.mode(),
+        reason: c.reason.clone(),
+        checks: c.checks.iter().map(check_doc).collect(),
+    }
+}
+
+fn waiting_doc(w: &Waiting, now: Timestamp) -> WaitingDoc {
+    WaitingDoc {
+        namespace: w.namespace.clone(),
+        name: w.name.clone(),
+        cluster_queue: w.cluster_queue.clone(),
+        check: w.check.clone(),
+        state: w.state.clone(),
+        quota_reserved: w.quota_reserved,
+        last_transition_time: w.since.map(seconds),
+        since_seconds: w.since.map(|t| now.duration_since(t).as_secs()),
+        message: w.message.clone(),
+    }
+}
+
+impl GateRun {
+    pub fn document(&self) -> GateDocument {
+        GateDocument {
+            schema: SCHEMA,
+            kind: "GateReport",
+            evaluated_at: micro(self.now),
+            verdict: self.report.verdict,
+            mode: self.report.verdict.mode(),
+            chains: self.report.chains.iter().map(chain_doc).collect(),
+            lease: lease_doc(&self.report.lease),
+            waiting: self
+                .waiting
+                .found()
+                .map(|ws| ws.iter().map(|w| waiting_doc(w, self.now)).collect()),
+            summary: self.stall_summary(),
+            warnings: self.warnings.clone(),
+        }
+    }
+}
+
+impl LeaseRun {
+    pub fn document(&self) -> LeaseDocument {
+        LeaseDocument {
+            schema: SCHEMA,
+            kind: "LeaseReport",
+            evaluated_at: micro(self.now),
+            lease: lease_doc(&self.assessment),
+            warnings: self.warnings.clone(),
+        }
+    }
+}
