@@ -1,0 +1,61 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// writeKubeconfig writes a kubeconfig with one cluster, user and context per client
+// user (admin, viewer, no-lease), all with embedded *-data fields; admin is current.
+func writeKubeconfig(path, server string, p *pki) error {
+	b64 := base64.StdEncoding.EncodeToString
+	var s strings.Builder
+	s.WriteString("apiVersion: v1\nkind: Config\nclusters:\n")
+	for _, u := range clientUsers {
+		fmt.Fprintf(&s, "- name: %s\n  cluster:\n    server: %s\n    certificate-authority-data: %s\n",
+			u.name, server, b64(p.ca.certPEM))
+	}
+	s.WriteString("users:\n")
+	for _, u := range clientUsers {
+		kp := p.clients[u.name]
+		fmt.Fprintf(&s, "- name: %s\n  user:\n    client-certificate-data: %s\n    client-key-data: %s\n",
+			u.name, b64(kp.certPEM), b64(kp.keyPEM))
+	}
+	s.WriteString("contexts:\n")
+	for _, u := range clientUsers {
+		fmt.Fprintf(&s, "- name: %s\n  context:\n    cluster: %s\n    user: %s\n", u.name, u.name, u.name)
+	}
+	s.WriteString("current-context: admin\n")
+	return writeFileAtomic(path, []byte(s.String()), 0o600)
+}
+
+// adminClient is an HTTP client that trusts the cluster CA and presents the admin
+// certificate (used for /readyz). It reads DIR/pki so start-apiserver can use it too.
+func adminClient(pkiDir string) (*http.Client, error) {
+	cert, err := tls.LoadX509KeyPair(filepath.Join(pkiDir, "admin.crt"), filepath.Join(pkiDir, "admin.key"))
+	if err != nil {
+		return nil, err
+	}
+	caPEM, err := os.ReadFile(filepath.Join(pkiDir, "ca.crt"))
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("no certificate in %s/ca.crt", pkiDir)
+	}
+	return &http.Client{
+		Timeout: 2 * time.Second,
+		Transport: &http.Transport{
+			TLSClientConfig:   &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}},
+			DisableKeepAlives: true,
+		},
+	}, nil
+}

@@ -1,0 +1,270 @@
+// Command testcluster runs a throwaway Kubernetes control plane (etcd + kube-apiserver on
+// loopback, client-certificate users, RBAC, audit log, Kueue CRDs) for kubectl-dispatch's
+// tests. Use it through tests/cluster/run or tests/cluster/testcluster, which build and
+// pass the kube-apiserver and etcd binaries (TESTCLUSTER_* variables).
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+const usage = `usage:
+  testcluster run [--kueue VERSION] [--] CMD [ARGS...]
+      start a cluster in a temporary folder, run CMD with KUBECONFIG, DISPATCH_TEST_AUDIT_LOG,
+      DISPATCH_TEST_STATE_DIR and APISERVER_URL set, tear down, exit with CMD's status
+      (125 if the cluster failed to start; 130/143 on SIGINT/SIGTERM).
+  testcluster start --state-dir DIR [--kueue VERSION] [--owner-pid PID]
+      start a cluster living in DIR (new or empty), write DIR/env, return once ready. The
+      processes outlive this command; with --owner-pid the cluster is torn down and DIR
+      removed within about a second after PID exits.
+  testcluster stop --state-dir DIR              tear down and remove DIR (idempotent)
+  testcluster kill-apiserver --state-dir DIR    SIGKILL kube-apiserver and wait for it
+  testcluster start-apiserver --state-dir DIR   start kube-apiserver again, wait until ready
+VERSION is a Kueue version pinned in tests/cluster/kueue.sums (default v0.17.0), or none.
+`
+
+func main() { os.Exit(realMain(os.Args[1:])) }
+
+func fail(format string, a ...any) int {
+	fmt.Fprintf(os.Stderr, "testcluster: "+format+"\n", a...)
+	return 1
+}
+
+func realMain(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, usage)
+		return 2
+	}
+	fs := flag.NewFlagSet("testcluster "+args[0], flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(os.Stderr, usage) }
+	stateDir := fs.String("state-dir", "", "state folder")
+	kueue := fs.String("kueue", defaultKueue, "Kueue version for the CRDs, or none")
+	owner := fs.Int("owner-pid", 0, "tear down when this process exits")
+	ownerStart := fs.String("owner-start", "", "(internal)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	var dir string
+	if *stateDir != "" {
+		abs, err := filepath.Abs(*stateDir)
+		if err != nil {
+			return fail("%v", err)
+		}
+		dir = abs
+	} else if args[0] != "run" && args[0] != "help" && args[0] != "-h" && args[0] != "--help" {
+		fmt.Fprintf(os.Stderr, "testcluster %s: --state-dir is required\n%s", args[0], usage)
+		return 2
+	}
+	switch args[0] {
+	case "run":
+		if len(fs.Args()) == 0 {
+			fmt.Fprintf(os.Stderr, "testcluster run: no command given\n%s", usage)
+			return 2
+		}
+		return cmdRun(*kueue, fs.Args())
+	case "start":
+		return cmdStart(dir, *kueue, *owner)
+	case "stop":
+		if err := teardown(dir); err != nil {
+			return fail("%v", err)
+		}
+		return 0
+	case "kill-apiserver":
+		return cmdKillAPIServer(dir)
+	case "start-apiserver":
+		return cmdStartAPIServer(dir)
+	case "_reap":
+		return reap(dir, *owner, *ownerStart)
+	case "help", "-h", "--help":
+		fmt.Print(usage)
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "testcluster: unknown subcommand %q\n%s", args[0], usage)
+	return 2
+}
+
+func notifySignals() chan os.Signal {
+	sigc := make(chan os.Signal, 4)
+	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM)
+	return sigc
+}
+
+// interrupted tears down after SIGINT/SIGTERM and returns 130/143.
+func interrupted(dir string, sig os.Signal) int {
+	if err := teardown(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "testcluster:", err)
+	}
+	fmt.Fprintf(os.Stderr, "testcluster: %v: cluster torn down\n", sig)
+	if sig == syscall.SIGINT {
+		return 130
+	}
+	return 143
+}
+
+// bringUp starts the cluster in cfg.dir (prepared), tearing it down again on failure
+// (exit failCode) or on SIGINT/SIGTERM (130/143). owner > 0 starts the reaper first.
+func bringUp(cfg config, owner int, sigc chan os.Signal, failCode int) int {
+	t0 := time.Now()
+	errc := make(chan error, 1)
+	go func() {
+		if owner > 0 {
+			if err := spawnReaper(cfg.dir, owner); err != nil {
+				errc <- err
+				return
+			}
+		}
+		errc <- startCluster(cfg)
+	}()
+	select {
+	case sig := <-sigc:
+		return interrupted(cfg.dir, sig)
+	case err := <-errc:
+		if err != nil {
+			msg := fmt.Sprintf("testcluster: the cluster failed to start: %v\n%s%s", err,
+				logTail(cfg.dir, apiserverName, 12), logTail(cfg.dir, etcdName, 8))
+			if terr := teardown(cfg.dir); terr != nil {
+				msg += "testcluster: " + terr.Error() + "\n"
+			}
+			fmt.Fprint(os.Stderr, msg)
+			return failCode
+		}
+	}
+	fmt.Fprintf(os.Stderr, "testcluster: ready in %.1fs (kueue %s, state %s)\n", time.Since(t0).Seconds(), cfg.kueue, cfg.dir)
+	return 0
+}
+
+func cmdStart(dir, kueue string, owner int) int {
+	cfg, err := configFromEnv(dir, kueue)
+	if err != nil {
+		return fail("%v", err)
+	}
+	sigc := notifySignals()
+	if err := prepareDir(dir); err != nil {
+		return fail("%v", err)
+	}
+	return bringUp(cfg, owner, sigc, 1)
+}
+
+func cmdRun(kueue string, argv []string) int {
+	sigc := notifySignals()
+	dir, err := os.MkdirTemp("", "testcluster-")
+	if err != nil {
+		return fail("%v", err)
+	}
+	cfg, err := configFromEnv(dir, kueue)
+	if err == nil {
+		err = prepareDir(dir)
+	}
+	if err != nil {
+		os.Remove(dir)
+		return fail("%v", err)
+	}
+	// The reaper owns the cluster on our behalf: even a SIGKILL of run leaves nothing.
+	if code := bringUp(cfg, os.Getpid(), sigc, 125); code != 0 {
+		return code
+	}
+	env, err := readEnvFile(dir)
+	if err != nil {
+		_ = teardown(dir)
+		return fail("%v", err)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = os.Environ()
+	for _, k := range []string{"KUBECONFIG", "DISPATCH_TEST_AUDIT_LOG", "DISPATCH_TEST_STATE_DIR", "APISERVER_URL"} {
+		cmd.Env = append(cmd.Env, k+"="+env[k])
+	}
+	if err := cmd.Start(); err != nil {
+		_ = teardown(dir)
+		fmt.Fprintln(os.Stderr, "testcluster:", err)
+		return 127
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case sig := <-sigc:
+		// No forwarding and no waiting: the cluster goes now; CMD gets one SIGTERM so it
+		// does not linger against a dead cluster.
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		return interrupted(dir, sig)
+	case <-done:
+	}
+	code := cmd.ProcessState.ExitCode()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		code = 128 + int(ws.Signal())
+	}
+	if err := teardown(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "testcluster:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+func checkStateDir(dir string) error {
+	if !exists(filepath.Join(dir, markerFile)) {
+		return fmt.Errorf("%s is not a testcluster state folder", dir)
+	}
+	if exists(filepath.Join(dir, stoppingFile)) {
+		return fmt.Errorf("the cluster in %s is being torn down", dir)
+	}
+	return nil
+}
+
+func cmdKillAPIServer(dir string) int {
+	if err := checkStateDir(dir); err != nil {
+		return fail("%v", err)
+	}
+	pid, ok := livePid(dir, apiserverName)
+	if !ok {
+		fmt.Fprintln(os.Stderr, "testcluster: kube-apiserver is not running")
+		return 0
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	if left := waitGone([]int{pid}, 10*time.Second); len(left) > 0 {
+		return fail("kube-apiserver (pid %d) still running 10s after SIGKILL", pid)
+	}
+	return 0
+}
+
+func cmdStartAPIServer(dir string) int {
+	if err := checkStateDir(dir); err != nil {
+		return fail("%v", err)
+	}
+	if pid, ok := livePid(dir, apiserverName); ok {
+		return fail("kube-apiserver is already running (pid %d)", pid)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, apiserverName+".json"))
+	if err != nil {
+		return fail("%v", err)
+	}
+	var spec apiserverSpec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return fail("%s.json: %v", apiserverName, err)
+	}
+	t0 := time.Now()
+	p, err := spawn(dir, apiserverName, spec.Bin, spec.Args)
+	if err == nil {
+		err = waitReady(filepath.Join(dir, "pki"), spec.URL, 90*time.Second, p)
+		if err != nil {
+			tail := logTail(dir, apiserverName, 12)
+			stopProcs([]int{p.pid})
+			err = errors.New(err.Error() + "\n" + tail)
+		}
+	}
+	if err != nil {
+		return fail("start-apiserver: %v", err)
+	}
+	fmt.Fprintf(os.Stderr, "testcluster: kube-apiserver ready again in %.1fs\n", time.Since(t0).Seconds())
+	return 0
+}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// testBindings: namespace dispatch-system, then the plugin's ClusterRole bound to viewer and
+// no-lease, and the Lease Role bound to viewer only (no-lease must get a real 403).
+const testBindings = `apiVersion: v1
+kind: Namespace
+metadata:
+  name: dispatch-system
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: kubectl-dispatch-reader-test
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: kubectl-dispatch-reader
+subjects:
+- apiGroup: rbac.authorization.k8s.io
+  kind: User
+  name: viewer
+- apiGroup: rbac.authorization.k8s.io
+  kind: User
+  name: no-lease
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: kubectl-dispatch-lease-reader-test
+  namespace: dispatch-system
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: kubectl-dispatch-lease-reader
+subjects:
+- apiGroup: rbac.authorization.k8s.io
+  kind: User
+  name: viewer
+`
+
+// installRBAC applies the namespace and bindings, then the repository's deploy/rbac.yaml
+// (MODULE/../../deploy/rbac.yaml), in one server-side apply.
+func installRBAC(dir, moduleDir, kubeconfig string) error {
+	bindings := filepath.Join(dir, "test-bindings.yaml")
+	if err := os.WriteFile(bindings, []byte(testBindings), 0o600); err != nil {
+		return err
+	}
+	rbac := filepath.Join(moduleDir, "..", "..", "deploy", "rbac.yaml")
+	return kubectl(kubeconfig, "apply", "--server-side", "--field-manager=testcluster", "-f", bindings, "-f", rbac)
+}

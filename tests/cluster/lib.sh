@@ -1,0 +1,79 @@
+# shellcheck shell=bash
+# Shared by tests/cluster/run and tests/cluster/testcluster (sourced, not executed).
+# Makes sure kube-apiserver, etcd and the testcluster harness are built into the cache
+#   ${DISPATCH_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-dispatch}/bin
+# as kube-apiserver-<k8s.io/kubernetes version>, etcd-<go.etcd.io/etcd/server/v3 version>
+# (both read from go.mod) and testcluster-<hash of go.mod, go.sum and the harness sources>,
+# then exports what the harness needs: TESTCLUSTER_{KUBE_APISERVER,ETCD,MODULE_DIR,GO}.
+set -euo pipefail
+
+tc_module_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+
+tc_die() {
+	echo "tests/cluster: $*" >&2
+	exit 1
+}
+
+# tc_mod_version MODULE: its version on a require line of go.mod.
+tc_mod_version() {
+	sed -nE "s#^(require)?[[:space:]]*$1[[:space:]]+(v[^[:space:]]+).*#\\2#p" "$tc_module_dir/go.mod" | head -n 1
+}
+
+# tc_build DEST DESCRIPTION PACKAGE [GO BUILD FLAGS...]: go build PACKAGE into DEST unless it exists.
+tc_build() {
+	local dest=$1 what=$2 pkg=$3 log mod
+	shift 3
+	[[ -x $dest ]] && return 0
+	echo "building $what..." >&2
+	log=$(mktemp)
+	if ! (cd "$tc_module_dir" && "$TESTCLUSTER_GO" build -trimpath -buildvcs=false "$@" -o "$dest.tmp.$$" "$pkg") >"$log" 2>&1; then
+		rm -f "$dest.tmp.$$"
+		# Name the module that could not be fetched, if that is what went wrong.
+		mod=$(grep -oE '[A-Za-z0-9.-]+\.[a-z]+/[^ :@"]+@v[^ :"]+' "$log" | head -n 1 || true)
+		if [[ -n $mod ]] && grep -qiE 'proxy|dial|lookup|download|fetch|GOPROXY|GOFLAGS|missing go.sum|not found|verifying' "$log"; then
+			echo "tests/cluster: cannot fetch Go module $mod (GOPROXY=$("$TESTCLUSTER_GO" env GOPROXY)):" >&2
+		else
+			echo "tests/cluster: go build $pkg failed:" >&2
+		fi
+		tail -n 15 "$log" | sed 's/^/  /' >&2
+		rm -f "$log"
+		exit 1
+	fi
+	rm -f "$log"
+	mv -f "$dest.tmp.$$" "$dest"
+}
+
+tc_ensure_built() {
+	local cache k8s_v etcd_v hash lockfd
+	TESTCLUSTER_GO=$(command -v go || echo /usr/local/go/bin/go)
+	[[ -x $TESTCLUSTER_GO ]] || tc_die "no go toolchain (not on PATH, not /usr/local/go/bin/go)"
+	cache=${DISPATCH_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-dispatch}/bin
+	k8s_v=$(tc_mod_version k8s.io/kubernetes)
+	etcd_v=$(tc_mod_version go.etcd.io/etcd/server/v3)
+	[[ -n $k8s_v && -n $etcd_v ]] || tc_die "cannot read the k8s.io/kubernetes / go.etcd.io/etcd/server/v3 versions from $tc_module_dir/go.mod"
+	hash=$(cd "$tc_module_dir" && cat go.mod go.sum cmd/testcluster/*.go | sha256sum | cut -c 1-12)
+	TESTCLUSTER_KUBE_APISERVER=$cache/kube-apiserver-$k8s_v
+	TESTCLUSTER_ETCD=$cache/etcd-$etcd_v
+	TESTCLUSTER_BIN=$cache/testcluster-$hash
+	TESTCLUSTER_MODULE_DIR=$tc_module_dir
+	export TESTCLUSTER_GO TESTCLUSTER_KUBE_APISERVER TESTCLUSTER_ETCD TESTCLUSTER_MODULE_DIR
+	if [[ ! -x $TESTCLUSTER_KUBE_APISERVER || ! -x $TESTCLUSTER_ETCD || ! -x $TESTCLUSTER_BIN ]]; then
+		mkdir -p "$cache"
+		# One builder at a time; the others wait here, then find the binaries built.
+		exec {lockfd}>"$cache/.build.lock"
+		flock "$lockfd"
+		# Stamp the version as a release build does: /version and kubectl version need a
+		# parseable gitVersion (the module build reports v0.0.0-master+$Format:%H$).
+		local v=k8s.io/component-base/version minor=${k8s_v#v*.}
+		minor=${minor%%.*}
+		tc_build "$TESTCLUSTER_KUBE_APISERVER" "kube-apiserver $k8s_v (cold build takes about 4 minutes)" \
+			k8s.io/kubernetes/cmd/kube-apiserver -ldflags "-X $v.gitVersion=$k8s_v -X $v.gitMajor=1 -X $v.gitMinor=$minor -X $v.gitTreeState=clean"
+		tc_build "$TESTCLUSTER_ETCD" "etcd $etcd_v (cold build takes about 30 seconds)" ./cmd/etcd
+		if [[ ! -x $TESTCLUSTER_BIN ]]; then
+			tc_build "$TESTCLUSTER_BIN" "testcluster harness" ./cmd/testcluster
+			# Older harness builds are of no further use.
+			find "$cache" -maxdepth 1 -name 'testcluster-*' ! -name "testcluster-$hash" ! -name '*.tmp.*' -delete
+		fi
+		exec {lockfd}>&-
+	fi
+}

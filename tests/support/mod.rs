@@ -1,0 +1,253 @@
+//! Test support for the real tier: one test cluster per test binary (a real kube-apiserver and
+//! etcd, Kueue's CRDs, RBAC users), fixtures applied with the real kubectl, and the plugin run
+//! the way a user runs it, `kubectl dispatch ...`, with the fresh binary first on PATH.
+//!
+//! A test that needs the cluster and cannot start it fails with the reason; nothing skips.
+
+#![allow(dead_code)]
+
+pub mod fixtures;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// A running test cluster, torn down by its reaper when this test binary exits.
+pub struct Cluster {
+    pub state_dir: PathBuf,
+    pub env: HashMap<String, String>,
+}
+
+static SHARED: OnceLock<Cluster> = OnceLock::new();
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A name no other test in this run uses.
+pub fn unique(prefix: &str) -> String {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "{prefix}-{}-{}",
+        std::process::id() % 100_000,
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    )
+}
+
+impl Cluster {
+    /// The cluster shared by every test of this binary, with Kueue v0.17.0's CRDs.
+    pub fn shared() -> &'static Cluster {
+        SHARED.get_or_init(|| Cluster::start("v0.17.0"))
+    }
+
+    /// A new cluster with the given Kueue CRDs (`none` for none).
+    pub fn start(kueue: &str) -> Cluster {
+        let state_dir = std::env::temp_dir().join(unique("dispatch-cluster"));
+        let out = Command::new(repo().join("tests/cluster/testcluster"))
+            .args(["start", "--state-dir"])
+            .arg(&state_dir)
+            .args([
+                "--kueue",
+                kueue,
+                "--owner-pid",
+                &std::process::id().to_string(),
+            ])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run tests/cluster/testcluster: {e}"));
+        assert!(
+            out.status.success(),
+            "the test cluster did not start ({}):\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = std::fs::read_to_string(state_dir.join("env"))
+            .unwrap_or_else(|e| panic!("the test cluster wrote no env file: {e}"));
+        let env = text
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Cluster { state_dir, env }
+    }
+
+    pub fn kubeconfig(&self) -> &str {
+        &self.env["KUBECONFIG"]
+    }
+
+    pub fn audit_log(&self) -> &Path {
+        Path::new(&self.env["DISPATCH_TEST_AUDIT_LOG"])
+    }
+
+    fn harness(&self, verb: &str) {
+        let out = Command::new(repo().join("tests/cluster/testcluster"))
+            .args([verb, "--state-dir"])
+            .arg(&self.state_dir)
+            .output()
+            .expect("run testcluster");
+        assert!(
+            out.status.success(),
+            "testcluster {verb} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    pub fn kill_apiserver(&self) {
+        self.harness("kill-apiserver");
+    }
+
+    pub fn start_apiserver(&self) {
+        self.harness("start-apiserver");
+    }
+
+    pub fn stop(&self) {
+        self.harness("stop");
+    }
+
+    /// `kubectl ARGS` with this cluster's kubeconfig.
+    pub fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        run(self.command("kubectl", args), stdin)
+    }
+
+    /// `kubectl ARGS` as admin; panics with kubectl's stderr on failure.
+    pub fn kubectl_ok(&self, args: &[&str], stdin: Option<&str>) -> String {
+        let out = self.kubectl(args, stdin);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `kubectl dispatch ARGS`, through the real kubectl, the fresh binary first on PATH.
+    pub fn dispatch(&self, args: &[&str]) -> Run {
+        let mut full = vec!["dispatch"];
+        full.extend_from_slice(args);
+        Run::from(run(self.command("kubectl", &full), None))
+    }
+
+    pub fn command(&self, program: &str, args: &[&str]) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .env("KUBECONFIG", self.kubeconfig())
+            .env("PATH", plugin_path())
+            .env_remove("NO_COLOR");
+        cmd
+    }
+
+    /// Applies YAML objects (server-side, as admin), then their `status` through /status.
+    pub fn apply(&self, yaml: &str) {
+        self.kubectl_ok(
+            &["apply", "--server-side", "--force-conflicts", "-f", "-"],
+            Some(yaml),
+        );
+        let with_status: Vec<&str> = yaml
+            .split("---\n")
+            .filter(|doc| doc.contains("\nstatus:"))
+            .collect();
+        if !with_status.is_empty() {
+            self.kubectl_ok(
+                &[
+                    "apply",
+                    "--server-side",
+                    "--force-conflicts",
+                    "--subresource=status",
+                    "-f",
+                    "-",
+                ],
+                Some(&with_status.join("---\n")),
+            );
+        }
+    }
+}
+
+/// PATH with the freshly built plugin's folder first.
+pub fn plugin_path() -> String {
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_kubectl-dispatch"));
+    let dir = bin.parent().expect("binary folder").to_path_buf();
+    let rest = std::env::var("PATH").unwrap_or_default();
+    format!("{}:{rest}", dir.display())
+}
+
+fn run(mut cmd: Command, stdin: Option<&str>) -> Output {
+    use std::io::Write;
+    cmd.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+    if let Some(text) = stdin {
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(text.as_bytes())
+            .expect("write stdin");
+    }
+    child.wait_with_output().expect("wait")
+}
+
+/// A finished run of the plugin.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl From<Output> for Run {
+    fn from(o: Output) -> Self {
+        Run {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+}
+
+impl Run {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    pub fn lines(&self) -> Vec<&str> {
+        self.stdout.lines().collect()
+    }
+
+    /// Asserts the exit code, showing the output when it differs.
+    pub fn expect_code(&self, code: i32) -> &Self {
+        assert_eq!(
+            self.code, code,
+            "exit code\nstdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+
+    pub fn has_line(&self, line: &str) -> bool {
+        self.stdout.lines().any(|l| l == line)
+    }
+
+    pub fn expect_line(&self, line: &str) -> &Self {
+        assert!(
+            self.has_line(line),
+            "no line {line:?} in stdout:\n{}\nstderr:\n{}",
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+}
