@@ -11,11 +11,7 @@ use crate::settings::{Invocation, Verb};
 pub async fn run(inv: &Invocation, deps: &mut Deps<'_>) -> Result<Exit, Error> {
     let conn = connect::connect(&inv.connection, inv.timeout, deps.log).await?;
     match &inv.verb {
-        Verb::Gate {
-            settings,
-            output,
-            all_states,
-        } => {
+        Verb::Gate { settings, output, all_states } => {
             let opts = GateOptions {
                 settings,
                 output: *output,

@@ -79,13 +79,7 @@ pub struct ConnectionArgs {
     pub request_timeout: String,
 
     /// Log level for stderr: 1 shows the context and server, 6 each request
-    #[arg(
-        short = 'v',
-        long = "v",
-        global = true,
-        value_name = "LEVEL",
-        default_value_t = 0
-    )]
+    #[arg(short = 'v', long = "v", global = true, value_name = "LEVEL", default_value_t = 0)]
     pub verbosity: u8,
 }
 

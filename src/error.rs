@@ -38,10 +38,7 @@ pub enum Error {
     KueueMissing,
 
     #[error("Kueue's {resource} API is not served ({group_version})")]
-    KueueResourceMissing {
-        resource: String,
-        group_version: String,
-    },
+    KueueResourceMissing { resource: String, group_version: String },
 
     #[error("the API server refused to {action}: {message}")]
     Api { action: String, message: String },
@@ -69,16 +66,13 @@ impl Error {
             Error::Unreachable { .. } | Error::Timeout { .. } => {
                 Some("check that the cluster is running and that --context points at it".into())
             }
-            Error::Tls { .. } => {
-                Some("check certificate-authority-data for this cluster in the kubeconfig".into())
+            Error::Tls { .. } => Some("check certificate-authority-data for this cluster in the kubeconfig".into()),
+            Error::Unauthorized { .. } => {
+                Some("log in again, or check the user entry of this context in the kubeconfig".into())
             }
-            Error::Unauthorized { .. } => Some(
-                "log in again, or check the user entry of this context in the kubeconfig".into(),
-            ),
-            Error::KueueMissing | Error::KueueResourceMissing { .. } => Some(
-                "install Kueue (its CRDs), or choose the cluster that runs it with --context"
-                    .into(),
-            ),
+            Error::KueueMissing | Error::KueueResourceMissing { .. } => {
+                Some("install Kueue (its CRDs), or choose the cluster that runs it with --context".into())
+            }
             _ => None,
         }
     }

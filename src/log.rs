@@ -11,10 +11,7 @@ pub struct Log {
 
 impl Log {
     pub fn new(level: u8, sink: Box<dyn Write + Send>) -> Self {
-        Log {
-            level,
-            sink: Mutex::new(sink),
-        }
+        Log { level, sink: Mutex::new(sink) }
     }
 
     pub fn silent() -> Self {

@@ -28,10 +28,7 @@ fn run(cli: Cli) -> Exit {
         Ok(inv) => inv,
         Err(e) => return report(&e),
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => return report(&Error::Output(e)),
     };
@@ -40,13 +37,7 @@ fn run(cli: Cli) -> Exit {
     let mut err = io::stderr();
     let log = Log::new(verbosity, Box::new(io::stderr()));
     let clock = SystemClock;
-    let mut deps = Deps {
-        clock: &clock,
-        out: &mut out,
-        err: &mut err,
-        log: &log,
-        style: Style::detect(),
-    };
+    let mut deps = Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Style::detect() };
     let result = runtime.block_on(app::run(&invocation, &mut deps));
     let flushed = out.flush();
     match (result, flushed) {
@@ -69,11 +60,7 @@ fn report(e: &Error) -> Exit {
     if let Some(hint) = e.hint() {
         let _ = writeln!(stderr, "{hint}");
     }
-    if e.is_usage() {
-        Exit::Usage
-    } else {
-        Exit::Failed
-    }
+    if e.is_usage() { Exit::Usage } else { Exit::Failed }
 }
 
 /// clap's errors, reduced to kubectl's shape: one `error:` line and one hint.
@@ -81,16 +68,10 @@ fn usage(e: clap::Error) -> Exit {
     use clap::error::ErrorKind;
     if matches!(
         e.kind(),
-        ErrorKind::DisplayHelp
-            | ErrorKind::DisplayVersion
-            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
     ) {
         let _ = e.print();
-        return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-            Exit::Usage
-        } else {
-            Exit::Yes
-        };
+        return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { Exit::Usage } else { Exit::Yes };
     }
     let text = e.render().to_string();
     let first = text.lines().next().unwrap_or("error: invalid usage");

@@ -38,37 +38,34 @@ impl GateRun {
         if self.report.verdict == Verdict::Yes {
             return None;
         }
-        let stalled = self
+        // Only Workloads whose ClusterQueue's gate is not yes are stuck because of it.
+        let open: Vec<&str> = self
+            .report
+            .chains
+            .iter()
+            .filter(|c| c.verdict == Verdict::Yes)
+            .filter_map(|c| c.cluster_queue.as_deref())
+            .collect();
+        let stalled: Vec<&Waiting> = self
             .waiting
             .found()?
             .iter()
             .filter(|w| w.is_stalled())
-            .count();
-        if stalled == 0 {
-            return None;
-        }
-        let noun = if stalled == 1 {
-            "workload waits"
-        } else {
-            "workloads wait"
-        };
-        Some(format!(
-            "{stalled} {noun} at dispatch's Pending check; {}",
-            self.cause()
-        ))
-    }
-
-    fn cause(&self) -> String {
+            .filter(|w| !w.cluster_queue.as_deref().is_some_and(|cq| open.contains(&cq)))
+            .collect();
+        let first = stalled.first()?;
         let chain = self
             .report
             .chains
             .iter()
-            .find(|c| c.verdict == self.report.verdict);
-        let deciding = chain.and_then(|c| {
-            c.checks
-                .iter()
-                .find(|k| matches!(k.outcome, Outcome::Fail(_)))
-        });
+            .find(|c| c.verdict != Verdict::Yes && c.cluster_queue.is_some() && c.cluster_queue == first.cluster_queue)
+            .or_else(|| self.report.chains.iter().find(|c| c.verdict == self.report.verdict))?;
+        let noun = if stalled.len() == 1 { "workload waits" } else { "workloads wait" };
+        Some(format!("{} {noun} at dispatch's Pending check; {}", stalled.len(), self.cause(chain)))
+    }
+
+    fn cause(&self, chain: &Chain) -> String {
+        let deciding = chain.checks.iter().find(|k| matches!(k.outcome, Outcome::Fail(_)));
         match (deciding.map(|c| c.kind), &self.report.lease.state) {
             (Some(crate::core::gate::CheckKind::Heartbeat), state) => match state {
                 LeaseState::Stale { .. } => "the controller's Lease is stale".into(),
@@ -77,10 +74,8 @@ impl GateRun {
                 LeaseState::Missing => "the controller's Lease does not exist".into(),
                 _ => "the controller's Lease is not a live heartbeat".into(),
             },
-            _ => match chain.and_then(|c| c.reason.clone()) {
-                Some(reason) if self.report.verdict == Verdict::Unknown => {
-                    format!("the gate cannot be proved: {reason}")
-                }
+            _ => match &chain.reason {
+                Some(reason) if chain.verdict == Verdict::Unknown => format!("the gate cannot be proved: {reason}"),
                 Some(reason) => format!("the gate is closed: {reason}"),
                 None => "the gate is not open".into(),
             },
@@ -185,32 +180,13 @@ fn seconds(t: Timestamp) -> String {
 pub fn lease_doc(a: &LeaseAssessment) -> LeaseDoc {
     let facts = a.facts.clone().unwrap_or_default();
     let (limit, age, stale_in, stale_for) = match &a.state {
-        LeaseState::Fresh {
-            age,
-            limit,
-            stale_in,
-        } => (
-            Some(limit.as_secs()),
-            Some(age.as_secs()),
-            Some(stale_in.as_secs()),
-            None,
-        ),
-        LeaseState::Stale {
-            age,
-            limit,
-            stale_for,
-        } => (
-            Some(limit.as_secs()),
-            Some(age.as_secs()),
-            None,
-            Some(stale_for.as_secs()),
-        ),
-        _ => (
-            facts.duration_seconds.map(|d| 2 * i64::from(d)),
-            None,
-            None,
-            None,
-        ),
+        LeaseState::Fresh { age, limit, stale_in } => {
+            (Some(limit.as_secs()), Some(age.as_secs()), Some(stale_in.as_secs()), None)
+        }
+        LeaseState::Stale { age, limit, stale_for } => {
+            (Some(limit.as_secs()), Some(age.as_secs()), None, Some(stale_for.as_secs()))
+        }
+        _ => (facts.duration_seconds.map(|d| 2 * i64::from(d)), None, None, None),
     };
     LeaseDoc {
         namespace: a.lease.namespace.clone(),
@@ -285,10 +261,7 @@ impl GateRun {
             mode: self.report.verdict.mode(),
             chains: self.report.chains.iter().map(chain_doc).collect(),
             lease: lease_doc(&self.report.lease),
-            waiting: self
-                .waiting
-                .found()
-                .map(|ws| ws.iter().map(|w| waiting_doc(w, self.now)).collect()),
+            waiting: self.waiting.found().map(|ws| ws.iter().map(|w| waiting_doc(w, self.now)).collect()),
             summary: self.stall_summary(),
             warnings: self.warnings.clone(),
         }

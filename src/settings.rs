@@ -21,15 +21,8 @@ pub struct Invocation {
 
 #[derive(Debug, Clone)]
 pub enum Verb {
-    Gate {
-        settings: GateSettings,
-        output: Output,
-        all_states: bool,
-    },
-    Lease {
-        lease: LeaseRef,
-        output: Output,
-    },
+    Gate { settings: GateSettings, output: Output, all_states: bool },
+    Lease { lease: LeaseRef, output: Output },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,10 +33,7 @@ pub struct Output {
 
 impl From<&OutputArgs> for Output {
     fn from(o: &OutputArgs) -> Self {
-        Output {
-            format: o.output,
-            no_headers: o.no_headers,
-        }
+        Output { format: o.output, no_headers: o.no_headers }
     }
 }
 
@@ -55,16 +45,11 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
             output: (&args.output).into(),
             all_states: args.all_states,
         },
-        Command::Lease(args) => Verb::Lease {
-            lease: gate_settings(&args.target)?.lease,
-            output: (&args.output).into(),
-        },
+        Command::Lease(args) => {
+            Verb::Lease { lease: gate_settings(&args.target)?.lease, output: (&args.output).into() }
+        }
     };
-    Ok(Invocation {
-        connection: cli.connection,
-        timeout,
-        verb,
-    })
+    Ok(Invocation { connection: cli.connection, timeout, verb })
 }
 
 /// The adapter's config, as far as it names dispatch's objects. Unknown keys are ignored.
@@ -101,17 +86,10 @@ fn gate_settings(target: &TargetArgs) -> Result<GateSettings, Error> {
     let cluster_queues = if !target.cluster_queues.is_empty() {
         target.cluster_queues.clone()
     } else {
-        file.cluster_queue
-            .into_iter()
-            .chain(file.cluster_queues)
-            .collect()
+        file.cluster_queue.into_iter().chain(file.cluster_queues).collect()
     };
     Ok(GateSettings {
-        controller_name: target
-            .controller_name
-            .clone()
-            .or(file.controller_name)
-            .unwrap_or(defaults.controller_name),
+        controller_name: target.controller_name.clone().or(file.controller_name).unwrap_or(defaults.controller_name),
         cluster_queues,
         admission_check: target.admission_check.clone().or(file.admission_check),
         lease,
@@ -119,13 +97,9 @@ fn gate_settings(target: &TargetArgs) -> Result<GateSettings, Error> {
 }
 
 fn read_config(path: &Path) -> Result<KueueConfig, Error> {
-    let fail = |cause: String| Error::ConfigFile {
-        path: path.to_path_buf(),
-        cause,
-    };
+    let fail = |cause: String| Error::ConfigFile { path: path.to_path_buf(), cause };
     let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
-    let config: AdapterConfig =
-        serde_saphyr::from_str(&text).map_err(|e| fail(first_line(&e.to_string())))?;
+    let config: AdapterConfig = serde_saphyr::from_str(&text).map_err(|e| fail(first_line(&e.to_string())))?;
     Ok(config.kueue)
 }
 
@@ -158,9 +132,7 @@ fn parse_go_duration(text: &str) -> Option<Duration> {
         let number_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
         let number: f64 = rest[..number_end].parse().ok()?;
         rest = &rest[number_end..];
-        let unit_end = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
+        let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
         let scale = match &rest[..unit_end] {
             "ns" => 1e-9,
             "us" | "µs" => 1e-6,
@@ -184,18 +156,9 @@ mod tests {
     fn timeouts_parse_like_kubectl() {
         assert_eq!(parse_timeout("5").unwrap(), Some(Duration::from_secs(5)));
         assert_eq!(parse_timeout("5s").unwrap(), Some(Duration::from_secs(5)));
-        assert_eq!(
-            parse_timeout("1m30s").unwrap(),
-            Some(Duration::from_secs(90))
-        );
-        assert_eq!(
-            parse_timeout("500ms").unwrap(),
-            Some(Duration::from_millis(500))
-        );
-        assert_eq!(
-            parse_timeout("1.5h").unwrap(),
-            Some(Duration::from_secs(5400))
-        );
+        assert_eq!(parse_timeout("1m30s").unwrap(), Some(Duration::from_secs(90)));
+        assert_eq!(parse_timeout("500ms").unwrap(), Some(Duration::from_millis(500)));
+        assert_eq!(parse_timeout("1.5h").unwrap(), Some(Duration::from_secs(5400)));
         assert_eq!(parse_timeout("0").unwrap(), None);
         for bad in ["", "5x", "s", "-1", "1m30"] {
             assert!(parse_timeout(bad).is_err(), "{bad}");
@@ -212,10 +175,7 @@ mod tests {
             "kueue:\n  admissionLease: ops/ctl\n  controllerName: example.com/x\n  clusterQueue: cq-a\n  other: 1\nunrelated: true\n",
         )
         .unwrap();
-        let mut target = TargetArgs {
-            config: Some(path.clone()),
-            ..Default::default()
-        };
+        let mut target = TargetArgs { config: Some(path.clone()), ..Default::default() };
         let s = gate_settings(&target).unwrap();
         assert_eq!(s.lease.to_string(), "ops/ctl");
         assert_eq!(s.controller_name, "example.com/x");
@@ -226,10 +186,7 @@ mod tests {
         assert_eq!(s.lease.to_string(), "a/b");
         assert_eq!(s.controller_name, "flag");
         std::fs::write(&path, "kueue: [1, 2\n").unwrap();
-        assert!(matches!(
-            gate_settings(&target),
-            Err(Error::ConfigFile { .. })
-        ));
+        assert!(matches!(gate_settings(&target), Err(Error::ConfigFile { .. })));
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -16,33 +16,13 @@ fn healthy_gate_says_yes_and_the_adapter_writes() {
     c.apply(&s.healthy_yaml());
     let run = gate(c, &s, &[]);
     run.expect_code(0);
-    run.expect_line(&format!(
-        "ClusterQueue {}, AdmissionCheck {}, Lease {}",
-        s.cq, s.check, s.lease
-    ));
+    run.expect_line(&format!("ClusterQueue {}, AdmissionCheck {}, Lease {}", s.cq, s.check, s.lease));
     run.expect_line("ReadmissionGate: yes (the adapter writes)");
-    assert!(
-        run.stdout.contains("note: Active alone proves nothing"),
-        "{}",
-        run.stdout
-    );
-    let checks: Vec<&str> = run
-        .lines()
-        .iter()
-        .filter(|l| l.starts_with(['1', '2', '3', '4']))
-        .copied()
-        .collect();
+    assert!(run.stdout.contains("note: Active alone proves nothing"), "{}", run.stdout);
+    let checks: Vec<&str> = run.lines().iter().filter(|l| l.starts_with(['1', '2', '3', '4'])).copied().collect();
     assert_eq!(checks.len(), 4, "{}", run.stdout);
-    assert!(
-        checks.iter().all(|l| l.contains("   pass   ")),
-        "{}",
-        run.stdout
-    );
-    assert!(
-        checks[3].contains("holder dispatch-admission-7d9f_1, renewed "),
-        "{}",
-        checks[3]
-    );
+    assert!(checks.iter().all(|l| l.contains("   pass   ")), "{}", run.stdout);
+    assert!(checks[3].contains("holder dispatch-admission-7d9f_1, renewed "), "{}", checks[3]);
     assert!(checks[3].contains("limit 30s, stale in "), "{}", checks[3]);
 
     let json = gate(c, &s, &["-o", "json"]).json();
@@ -64,10 +44,7 @@ fn a_check_not_listed_fails_the_first_check() {
     let run = gate(c, &s, &["-o", "json"]);
     run.expect_code(3);
     let json = run.json();
-    let want = format!(
-        "no ClusterQueue lists an AdmissionCheck whose controllerName is {}",
-        s.controller
-    );
+    let want = format!("no ClusterQueue lists an AdmissionCheck whose controllerName is {}", s.controller);
     assert_eq!(json["chains"][0]["checks"][0]["result"], "fail");
     assert_eq!(json["chains"][0]["reason"], want.as_str());
 
@@ -83,11 +60,7 @@ fn a_wrong_controller_name_fails_the_second_check() {
     let c = Cluster::shared();
     let s = Scenario::new("wrongctl");
     c.apply(&s.healthy_yaml());
-    let other = fixtures::admission_check(
-        &format!("{}-other", s.check),
-        "example.com/someone-else",
-        Some(true),
-    );
+    let other = fixtures::admission_check(&format!("{}-other", s.check), "example.com/someone-else", Some(true));
     let cq = format!("{}-other", s.cq);
     c.apply(&(other + &fixtures::cluster_queue(&cq, &[&format!("{}-other", s.check)])));
     let run = gate(c, &s, &["--admission-check", &format!("{}-other", s.check)]);
@@ -102,21 +75,14 @@ fn an_inactive_check_and_a_check_without_active_fail_the_third_check() {
     let c = Cluster::shared();
     let s = Scenario::new("inactive");
     c.apply(&s.healthy_yaml());
-    c.apply(&fixtures::admission_check(
-        &s.check,
-        &s.controller,
-        Some(false),
-    ));
+    c.apply(&fixtures::admission_check(&s.check, &s.controller, Some(false)));
     gate(c, &s, &[]).expect_code(3).expect_line(&format!(
         "ReadmissionGate: no (observe-only): AdmissionCheck {} is not Active (Active=False, ControllerDown: The controller stopped)",
         s.check
     ));
 
     let t = Scenario::new("noactive");
-    c.apply(&t.healthy_yaml().replace(
-        &fixtures::admission_check(&t.check, &t.controller, Some(true)),
-        "",
-    ));
+    c.apply(&t.healthy_yaml().replace(&fixtures::admission_check(&t.check, &t.controller, Some(true)), ""));
     c.apply(&fixtures::admission_check(&t.check, &t.controller, None));
     gate(c, &t, &[]).expect_code(3).expect_line(&format!(
         "ReadmissionGate: no (observe-only): AdmissionCheck {} has no Active condition",
@@ -141,12 +107,7 @@ fn lease_case(tag: &str, lease_yaml: impl Fn(&Scenario) -> String, want: &str, c
 
 #[test]
 fn a_missing_lease_says_so() {
-    lease_case(
-        "nolease",
-        |_| String::new(),
-        "Lease {lease} does not exist",
-        3,
-    );
+    lease_case("nolease", |_| String::new(), "Lease {lease} does not exist", 3);
 }
 
 #[test]
@@ -180,13 +141,7 @@ fn a_stale_lease_closes_the_gate_and_names_the_stall() {
     let c = Cluster::shared();
     let s = Scenario::new("stale");
     c.apply(&s.healthy_yaml());
-    c.apply(&fixtures::lease(
-        &s.lease_ns,
-        &s.lease_name,
-        Some("pod-1_a"),
-        Some(125),
-        Some(15),
-    ));
+    c.apply(&fixtures::lease(&s.lease_ns, &s.lease_name, Some("pod-1_a"), Some(125), Some(15)));
     c.apply(&fixtures::workload(
         &s.ns,
         "job-a",
@@ -196,12 +151,7 @@ fn a_stale_lease_closes_the_gate_and_names_the_stall() {
     ));
     let run = gate(c, &s, &["-n", &s.ns]);
     run.expect_code(3);
-    let verdict = run
-        .lines()
-        .into_iter()
-        .find(|l| l.starts_with("ReadmissionGate:"))
-        .unwrap()
-        .to_string();
+    let verdict = run.lines().into_iter().find(|l| l.starts_with("ReadmissionGate:")).unwrap().to_string();
     // renewed 125 s ago (a second may pass while the test runs)
     assert!(
         verdict
@@ -210,18 +160,13 @@ fn a_stale_lease_closes_the_gate_and_names_the_stall() {
                 == "ReadmissionGate: no (observe-only): the admission controller's Lease was last renewed 2m6s ago, beyond 30s",
         "{verdict}"
     );
-    run.expect_line(
-        "1 workload waits at dispatch's Pending check; the controller's Lease is stale",
-    );
+    run.expect_line("1 workload waits at dispatch's Pending check; the controller's Lease is stale");
     let json = gate(c, &s, &["-n", &s.ns, "-o", "json"]).json();
     assert_eq!(json["lease"]["status"], "stale");
     assert_eq!(json["waiting"][0]["name"], "job-a");
     assert_eq!(json["waiting"][0]["message"], "waiting for dispatch");
     assert_eq!(json["waiting"][0]["clusterQueue"], s.cq.as_str());
-    assert_eq!(
-        json["summary"],
-        "1 workload waits at dispatch's Pending check; the controller's Lease is stale"
-    );
+    assert_eq!(json["summary"], "1 workload waits at dispatch's Pending check; the controller's Lease is stale");
 }
 
 #[test]
@@ -244,30 +189,12 @@ fn the_viewer_user_has_exactly_what_the_plugin_needs() {
     let c = Cluster::shared();
     let s = Scenario::new("viewer");
     c.apply(&s.healthy_yaml());
-    c.apply(&fixtures::lease(
-        "dispatch-system",
-        "dispatch-admission",
-        Some("pod-v_1"),
-        Some(1),
-        Some(15),
-    ));
-    let run = c.dispatch(&[
-        "gate",
-        "--context",
-        "viewer",
-        "--controller-name",
-        &s.controller,
-        "-A",
-    ]);
-    run.expect_code(0)
-        .expect_line("ReadmissionGate: yes (the adapter writes)");
+    c.apply(&fixtures::lease("dispatch-system", "dispatch-admission", Some("pod-v_1"), Some(1), Some(15)));
+    let run = c.dispatch(&["gate", "--context", "viewer", "--controller-name", &s.controller, "-A"]);
+    run.expect_code(0).expect_line("ReadmissionGate: yes (the adapter writes)");
     let lease = c.dispatch(&["lease", "--context", "viewer"]);
     lease.expect_code(0);
-    assert!(
-        lease.lines()[1].starts_with("dispatch-system/dispatch-admission   pod-v_1   "),
-        "{}",
-        lease.stdout
-    );
+    assert!(lease.lines()[1].starts_with("dispatch-system/dispatch-admission   pod-v_1   "), "{}", lease.stdout);
 }
 
 #[test]
@@ -278,22 +205,13 @@ fn several_cluster_queues_each_get_a_chain() {
     let second = format!("{}-b", s.cq);
     c.apply(&fixtures::cluster_queue(&second, &[&s.check]));
     let json = gate(c, &s, &["-o", "json"]).json();
-    let queues: Vec<&str> = json["chains"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["clusterQueue"].as_str().unwrap())
-        .collect();
+    let queues: Vec<&str> =
+        json["chains"].as_array().unwrap().iter().map(|c| c["clusterQueue"].as_str().unwrap()).collect();
     assert_eq!(queues, vec![s.cq.as_str(), second.as_str()]);
-    let missing = gate(
-        c,
-        &s,
-        &["--cluster-queue", &s.cq, "--cluster-queue", "nope-queue"],
-    );
+    let missing = gate(c, &s, &["--cluster-queue", &s.cq, "--cluster-queue", "nope-queue"]);
     missing.expect_code(3);
     missing.expect_line("ReadmissionGate: yes (the adapter writes)");
-    missing
-        .expect_line("ReadmissionGate: no (observe-only): ClusterQueue nope-queue does not exist");
+    missing.expect_line("ReadmissionGate: no (observe-only): ClusterQueue nope-queue does not exist");
 }
 
 #[test]
@@ -303,114 +221,35 @@ fn waiting_workloads_follow_the_namespace_scope() {
     c.apply(&s.healthy_yaml());
     let other_ns = format!("{}-b", s.ns);
     c.apply(&fixtures::local_queue(&other_ns, &s.lq, &s.cq));
-    c.apply(&fixtures::workload(
-        &s.ns,
-        "w-1",
-        &s.lq,
-        Some(&s.cq),
-        &[(&s.check, "Pending", "first", 30)],
-    ));
-    c.apply(&fixtures::workload(
-        &other_ns,
-        "w-2",
-        &s.lq,
-        Some(&s.cq),
-        &[(&s.check, "Pending", "second", 30)],
-    ));
-    c.apply(&fixtures::workload(
-        &s.ns,
-        "w-ready",
-        &s.lq,
-        Some(&s.cq),
-        &[(&s.check, "Ready", "", 30)],
-    ));
-    c.apply(&fixtures::workload(
-        &s.ns,
-        "w-retry",
-        &s.lq,
-        Some(&s.cq),
-        &[(&s.check, "Retry", "try later", 30)],
-    ));
-    c.apply(&fixtures::workload(
-        &s.ns,
-        "w-noquota",
-        &s.lq,
-        None,
-        &[(&s.check, "Pending", "", 30)],
-    ));
+    c.apply(&fixtures::workload(&s.ns, "w-1", &s.lq, Some(&s.cq), &[(&s.check, "Pending", "first", 30)]));
+    c.apply(&fixtures::workload(&other_ns, "w-2", &s.lq, Some(&s.cq), &[(&s.check, "Pending", "second", 30)]));
+    c.apply(&fixtures::workload(&s.ns, "w-ready", &s.lq, Some(&s.cq), &[(&s.check, "Ready", "", 30)]));
+    c.apply(&fixtures::workload(&s.ns, "w-retry", &s.lq, Some(&s.cq), &[(&s.check, "Retry", "try later", 30)]));
+    c.apply(&fixtures::workload(&s.ns, "w-noquota", &s.lq, None, &[(&s.check, "Pending", "", 30)]));
 
     let names = |run: &Run| -> Vec<(String, String)> {
         run.json()["waiting"]
             .as_array()
             .unwrap()
             .iter()
-            .map(|w| {
-                (
-                    w["namespace"].as_str().unwrap().to_string(),
-                    w["name"].as_str().unwrap().to_string(),
-                )
-            })
+            .map(|w| (w["namespace"].as_str().unwrap().to_string(), w["name"].as_str().unwrap().to_string()))
             .collect()
     };
     let in_ns = gate(c, &s, &["-n", &s.ns, "-o", "json"]);
     assert_eq!(names(&in_ns), vec![(s.ns.clone(), "w-1".to_string())]);
     let all = gate(c, &s, &["-A", "-o", "json"]);
-    assert_eq!(
-        names(&all),
-        vec![
-            (s.ns.clone(), "w-1".to_string()),
-            (other_ns.clone(), "w-2".to_string())
-        ]
-    );
+    assert_eq!(names(&all), vec![(s.ns.clone(), "w-1".to_string()), (other_ns.clone(), "w-2".to_string())]);
     let states = gate(c, &s, &["-n", &s.ns, "--all-states", "-o", "json"]);
     assert_eq!(
         names(&states),
-        vec![
-            (s.ns.clone(), "w-1".into()),
-            (s.ns.clone(), "w-noquota".into()),
-            (s.ns.clone(), "w-retry".into())
-        ]
+        vec![(s.ns.clone(), "w-1".into()), (s.ns.clone(), "w-noquota".into()), (s.ns.clone(), "w-retry".into())]
     );
-    assert_eq!(
-        states.json()["waiting"][1]["clusterQueue"],
-        s.cq.as_str(),
-        "found through the LocalQueue"
-    );
+    assert_eq!(states.json()["waiting"][1]["clusterQueue"], s.cq.as_str(), "found through the LocalQueue");
 
     let table = gate(c, &s, &["-A"]);
-    let header = table
-        .lines()
-        .into_iter()
-        .find(|l| l.starts_with("NAMESPACE"))
-        .unwrap()
-        .to_string();
-    assert!(header.split_whitespace().eq([
-        "NAMESPACE",
-        "NAME",
-        "CLUSTERQUEUE",
-        "CHECK",
-        "STATE",
-        "SINCE",
-        "MESSAGE"
-    ]));
-    let row: Vec<&str> = table
-        .lines()
-        .into_iter()
-        .find(|l| l.contains(" w-1 "))
-        .unwrap()
-        .split_whitespace()
-        .collect();
-    assert_eq!(
-        row[..5],
-        [
-            s.ns.as_str(),
-            "w-1",
-            s.cq.as_str(),
-            s.check.as_str(),
-            "Pending"
-        ],
-        "{}",
-        table.stdout
-    );
+    let header = table.lines().into_iter().find(|l| l.starts_with("NAMESPACE")).unwrap().to_string();
+    assert!(header.split_whitespace().eq(["NAMESPACE", "NAME", "CLUSTERQUEUE", "CHECK", "STATE", "SINCE", "MESSAGE"]));
+    let row: Vec<&str> = table.lines().into_iter().find(|l| l.contains(" w-1 ")).unwrap().split_whitespace().collect();
+    assert_eq!(row[..5], [s.ns.as_str(), "w-1", s.cq.as_str(), s.check.as_str(), "Pending"], "{}", table.stdout);
     assert_eq!(row.last(), Some(&"first"));
 }

@@ -41,18 +41,15 @@ pub async fn connect(
     if !args.impersonate_groups.is_empty() {
         config.auth_info.impersonate_groups = Some(args.impersonate_groups.clone());
     }
+    // The whole command is bounded by `timeout` (commands::bounded); the client's own timers sit
+    // just beyond it so that the bound, with its clearer message, fires first.
     if let Some(t) = timeout {
-        config.connect_timeout = Some(t.min(config.connect_timeout.unwrap_or(t)));
-        config.read_timeout = Some(t);
+        let margin = t + std::time::Duration::from_secs(1);
+        config.connect_timeout = Some(margin.min(config.connect_timeout.unwrap_or(margin)));
+        config.read_timeout = Some(margin);
     }
-    config
-        .headers
-        .push((USER_AGENT, HeaderValue::from_static(AGENT)));
-    let server = config
-        .cluster_url
-        .to_string()
-        .trim_end_matches('/')
-        .to_string();
+    config.headers.push((USER_AGENT, HeaderValue::from_static(AGENT)));
+    let server = config.cluster_url.to_string().trim_end_matches('/').to_string();
     log.info(
         1,
         &format!(
@@ -62,22 +59,13 @@ pub async fn connect(
         ),
     );
     let namespace = config.default_namespace.clone();
-    let client = Client::try_from(config)
-        .map_err(|e| Error::Kubeconfig(crate::cluster::failure::root_cause(&e)))?;
-    Ok(Connection {
-        client,
-        server,
-        namespace,
-        context,
-    })
+    let client = Client::try_from(config).map_err(|e| Error::Kubeconfig(crate::cluster::failure::root_cause(&e)))?;
+    Ok(Connection { client, server, namespace, context })
 }
 
 async fn load_config(args: &ConnectionArgs) -> Result<(Config, Option<String>), Error> {
-    let options = KubeConfigOptions {
-        context: args.context.clone(),
-        cluster: args.cluster.clone(),
-        user: args.user.clone(),
-    };
+    let options =
+        KubeConfigOptions { context: args.context.clone(), cluster: args.cluster.clone(), user: args.user.clone() };
     let kubeconfig = match &args.kubeconfig {
         Some(path) => Some(read_file(path)?),
         None => read_default()?,
@@ -85,33 +73,22 @@ async fn load_config(args: &ConnectionArgs) -> Result<(Config, Option<String>), 
     let Some(kubeconfig) = kubeconfig else {
         return in_cluster(args).map(|c| (c, None));
     };
-    let context = options
-        .context
-        .clone()
-        .or_else(|| kubeconfig.current_context.clone());
-    let config = Config::from_custom_kubeconfig(kubeconfig, &options)
-        .await
-        .map_err(|e| match e {
-            KubeconfigError::CurrentContextNotSet => Error::NoCurrentContext,
-            KubeconfigError::LoadContext(name) => Error::UnknownContext(name),
-            KubeconfigError::LoadClusterOfContext(name) => {
-                Error::Kubeconfig(format!("cluster {name:?} not found in the kubeconfig"))
-            }
-            other => Error::Kubeconfig(first_line(&other.to_string())),
-        })?;
+    let context = options.context.clone().or_else(|| kubeconfig.current_context.clone());
+    let config = Config::from_custom_kubeconfig(kubeconfig, &options).await.map_err(|e| match e {
+        KubeconfigError::CurrentContextNotSet => Error::NoCurrentContext,
+        KubeconfigError::LoadContext(name) => Error::UnknownContext(name),
+        KubeconfigError::LoadClusterOfContext(name) => {
+            Error::Kubeconfig(format!("cluster {name:?} not found in the kubeconfig"))
+        }
+        other => Error::Kubeconfig(first_line(&other.to_string())),
+    })?;
     Ok((config, context))
 }
 
 fn read_file(path: &Path) -> Result<Kubeconfig, Error> {
     Kubeconfig::read_from(path).map_err(|e| match e {
-        KubeconfigError::ReadConfig(io, _) => Error::ReadKubeconfig {
-            path: path.to_path_buf(),
-            cause: io.to_string(),
-        },
-        other => Error::ReadKubeconfig {
-            path: path.to_path_buf(),
-            cause: first_line(&other.to_string()),
-        },
+        KubeconfigError::ReadConfig(io, _) => Error::ReadKubeconfig { path: path.to_path_buf(), cause: io.to_string() },
+        other => Error::ReadKubeconfig { path: path.to_path_buf(), cause: first_line(&other.to_string()) },
     })
 }
 
@@ -136,9 +113,7 @@ fn read_default() -> Result<Option<Kubeconfig>, Error> {
         let next = read_file(path)?;
         merged = Some(match merged {
             None => next,
-            Some(m) => m
-                .merge(next)
-                .map_err(|e| Error::Kubeconfig(e.to_string()))?,
+            Some(m) => m.merge(next).map_err(|e| Error::Kubeconfig(e.to_string()))?,
         });
     }
     Ok(merged)
@@ -157,9 +132,8 @@ fn in_cluster(args: &ConnectionArgs) -> Result<Config, Error> {
     if !has_env {
         return Err(Error::NoKubeconfig);
     }
-    let mut config = Config::incluster().map_err(|e| {
-        Error::Kubeconfig(format!("in-cluster config: {}", first_line(&e.to_string())))
-    })?;
+    let mut config = Config::incluster()
+        .map_err(|e| Error::Kubeconfig(format!("in-cluster config: {}", first_line(&e.to_string()))))?;
     if let Ok(ns) = std::env::var("POD_NAMESPACE") {
         config.default_namespace = ns;
     }

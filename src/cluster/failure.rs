@@ -19,18 +19,13 @@ pub fn classify(e: kube::Error, server: &str, what: &str) -> Failure {
         kube::Error::Api(status) => match status.code {
             404 => Failure::NotFound,
             403 => Failure::Forbidden,
-            401 => Failure::Stop(Error::Unauthorized {
-                server: server.into(),
-            }),
+            401 => Failure::Stop(Error::Unauthorized { server: server.into() }),
             code => Failure::Stop(Error::Api {
                 action: format!("return {what}"),
                 message: format!("{} ({code})", first_line(&status.message)),
             }),
         },
-        kube::Error::SerdeError(e) => Failure::Stop(Error::Malformed {
-            what: what.into(),
-            cause: e.to_string(),
-        }),
+        kube::Error::SerdeError(e) => Failure::Stop(Error::Malformed { what: what.into(), cause: e.to_string() }),
         other => Failure::Stop(transport(&other, server)),
     }
 }
@@ -40,15 +35,9 @@ pub fn transport(e: &(dyn StdError + 'static), server: &str) -> Error {
     let cause = root_cause(e);
     let lower = chain_text(e).to_lowercase();
     if lower.contains("certificate") || lower.contains("tls") || lower.contains("handshake") {
-        Error::Tls {
-            server: server.into(),
-            cause,
-        }
+        Error::Tls { server: server.into(), cause }
     } else {
-        Error::Unreachable {
-            server: server.into(),
-            cause,
-        }
+        Error::Unreachable { server: server.into(), cause }
     }
 }
 

@@ -33,10 +33,7 @@ pub struct Kueue {
 
 impl Kueue {
     fn resource(&self, kind: &str, plural: &str) -> ApiResource {
-        ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk(GROUP, &self.version, kind),
-            plural,
-        )
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(GROUP, &self.version, kind), plural)
     }
 }
 
@@ -45,14 +42,8 @@ impl Kueue {
 pub async fn discover_kueue(conn: &Connection, log: &Log) -> Result<Kueue, Error> {
     let path = format!("/apis/{GROUP}");
     let started = Instant::now();
-    let request = http::Request::get(&path)
-        .body(Vec::<u8>::new())
-        .map_err(|e| Error::Usage(e.to_string()))?;
-    let response = conn
-        .client
-        .send(request.map(Into::into))
-        .await
-        .map_err(|e| stop(e, conn, "the Kueue API group"))?;
+    let request = http::Request::get(&path).body(Vec::<u8>::new()).map_err(|e| Error::Usage(e.to_string()))?;
+    let response = conn.client.send(request.map(Into::into)).await.map_err(|e| stop(e, conn, "the Kueue API group"))?;
     let status = response.status();
     let server_date = response
         .headers()
@@ -60,71 +51,37 @@ pub async fn discover_kueue(conn: &Connection, log: &Log) -> Result<Kueue, Error
         .and_then(|v| v.to_str().ok())
         .and_then(|v| k8s_openapi::jiff::fmt::rfc2822::parse(v).ok())
         .map(|z| z.timestamp());
-    log.info(
-        6,
-        &format!(
-            "GET {path} {} in {}ms",
-            status.as_u16(),
-            started.elapsed().as_millis()
-        ),
-    );
+    log.info(6, &format!("GET {path} {} in {}ms", status.as_u16(), started.elapsed().as_millis()));
     match status.as_u16() {
         200 => {}
         404 => return Err(Error::KueueMissing),
         401 => {
-            return Err(Error::Unauthorized {
-                server: conn.server.clone(),
-            });
+            return Err(Error::Unauthorized { server: conn.server.clone() });
         }
         code => {
-            return Err(Error::Api {
-                action: "describe the Kueue API group".into(),
-                message: format!("HTTP {code}"),
-            });
+            return Err(Error::Api { action: "describe the Kueue API group".into(), message: format!("HTTP {code}") });
         }
     }
-    let body = response
-        .into_body()
-        .collect_bytes()
-        .await
-        .map_err(|e| transport(&e, &conn.server))?;
-    let group: APIGroup = serde_json::from_slice(&body).map_err(|e| Error::Malformed {
-        what: "the Kueue API group".into(),
-        cause: e.to_string(),
-    })?;
+    let body = response.into_body().collect_bytes().await.map_err(|e| transport(&e, &conn.server))?;
+    let group: APIGroup = serde_json::from_slice(&body)
+        .map_err(|e| Error::Malformed { what: "the Kueue API group".into(), cause: e.to_string() })?;
     let served: Vec<&str> = group.versions.iter().map(|v| v.version.as_str()).collect();
-    let version = ["v1beta2", "v1beta1"]
-        .into_iter()
-        .find(|v| served.contains(v))
-        .ok_or(Error::KueueMissing)?
-        .to_string();
+    let version =
+        ["v1beta2", "v1beta1"].into_iter().find(|v| served.contains(v)).ok_or(Error::KueueMissing)?.to_string();
     log.info(1, &format!("Kueue API {GROUP}/{version}"));
-    Ok(Kueue {
-        version,
-        server_date,
-    })
+    Ok(Kueue { version, server_date })
 }
 
 fn stop(e: kube::Error, conn: &Connection, what: &str) -> Error {
     match classify(e, &conn.server, what) {
         Failure::Stop(e) => e,
-        Failure::NotFound => Error::Api {
-            action: format!("return {what}"),
-            message: "not found (404)".into(),
-        },
-        Failure::Forbidden => Error::Api {
-            action: format!("return {what}"),
-            message: "forbidden (403)".into(),
-        },
+        Failure::NotFound => Error::Api { action: format!("return {what}"), message: "not found (404)".into() },
+        Failure::Forbidden => Error::Api { action: format!("return {what}"), message: "forbidden (403)".into() },
     }
 }
 
 /// GETs the Lease.
-pub async fn lease(
-    conn: &Connection,
-    lease: &LeaseRef,
-    log: &Log,
-) -> Result<Fetched<LeaseFacts>, Error> {
+pub async fn lease(conn: &Connection, lease: &LeaseRef, log: &Log) -> Result<Fetched<LeaseFacts>, Error> {
     let api: Api<Lease> = Api::namespaced(conn.client.clone(), &lease.namespace);
     let started = Instant::now();
     let result = api.get(&lease.name).await;
@@ -143,10 +100,7 @@ pub async fn lease(
         Err(e) => match classify(e, &conn.server, &format!("Lease {lease}")) {
             Failure::NotFound => Ok(Fetched::Missing),
             Failure::Forbidden => Ok(Fetched::Forbidden(Denied {
-                rule: format!(
-                    "get leases.coordination.k8s.io {:?} in namespace {}",
-                    lease.name, lease.namespace
-                ),
+                rule: format!("get leases.coordination.k8s.io {:?} in namespace {}", lease.name, lease.namespace),
             })),
             Failure::Stop(e) => Err(e),
         },
@@ -190,9 +144,7 @@ where
             Ok(page) => page,
             Err(e) => {
                 return match classify(e, &conn.server, what) {
-                    Failure::Forbidden => Ok(Fetched::Forbidden(Denied {
-                        rule: String::new(),
-                    })),
+                    Failure::Forbidden => Ok(Fetched::Forbidden(Denied { rule: String::new() })),
                     Failure::NotFound => Err(Error::KueueResourceMissing {
                         resource: what.into(),
                         group_version: api.resource_url().to_string(),
@@ -217,25 +169,13 @@ fn with_rule(fetched: Fetched<()>, rule: String) -> Fetched<()> {
     }
 }
 
-pub async fn cluster_queues(
-    conn: &Connection,
-    kueue: &Kueue,
-    log: &Log,
-) -> Result<Fetched<Vec<ClusterQueue>>, Error> {
-    let api: Api<wire::WireClusterQueue> = Api::all_with(
-        conn.client.clone(),
-        &kueue.resource("ClusterQueue", "clusterqueues"),
-    );
+pub async fn cluster_queues(conn: &Connection, kueue: &Kueue, log: &Log) -> Result<Fetched<Vec<ClusterQueue>>, Error> {
+    let api: Api<wire::WireClusterQueue> =
+        Api::all_with(conn.client.clone(), &kueue.resource("ClusterQueue", "clusterqueues"));
     let mut out = Vec::new();
-    let fetched = list_pages(&api, "ClusterQueues", conn, log, |items| {
-        out.extend(items.iter().map(wire::cluster_queue))
-    })
-    .await?;
-    Ok(with_rule(
-        fetched,
-        "list clusterqueues.kueue.x-k8s.io (cluster-wide)".into(),
-    )
-    .map(|_| out))
+    let fetched =
+        list_pages(&api, "ClusterQueues", conn, log, |items| out.extend(items.iter().map(wire::cluster_queue))).await?;
+    Ok(with_rule(fetched, "list clusterqueues.kueue.x-k8s.io (cluster-wide)".into()).map(|_| out))
 }
 
 pub async fn admission_checks(
@@ -243,20 +183,13 @@ pub async fn admission_checks(
     kueue: &Kueue,
     log: &Log,
 ) -> Result<Fetched<Vec<AdmissionCheck>>, Error> {
-    let api: Api<wire::WireAdmissionCheck> = Api::all_with(
-        conn.client.clone(),
-        &kueue.resource("AdmissionCheck", "admissionchecks"),
-    );
+    let api: Api<wire::WireAdmissionCheck> =
+        Api::all_with(conn.client.clone(), &kueue.resource("AdmissionCheck", "admissionchecks"));
     let mut out = Vec::new();
-    let fetched = list_pages(&api, "AdmissionChecks", conn, log, |items| {
-        out.extend(items.iter().map(wire::admission_check))
-    })
-    .await?;
-    Ok(with_rule(
-        fetched,
-        "list admissionchecks.kueue.x-k8s.io (cluster-wide)".into(),
-    )
-    .map(|_| out))
+    let fetched =
+        list_pages(&api, "AdmissionChecks", conn, log, |items| out.extend(items.iter().map(wire::admission_check)))
+            .await?;
+    Ok(with_rule(fetched, "list admissionchecks.kueue.x-k8s.io (cluster-wide)".into()).map(|_| out))
 }
 
 fn namespaced_or_all<K>(conn: &Connection, namespace: Option<&str>, ar: &ApiResource) -> Api<K>
@@ -282,21 +215,12 @@ pub async fn local_queues(
     namespace: Option<&str>,
     log: &Log,
 ) -> Result<Fetched<Vec<LocalQueue>>, Error> {
-    let api: Api<wire::WireLocalQueue> = namespaced_or_all(
-        conn,
-        namespace,
-        &kueue.resource("LocalQueue", "localqueues"),
-    );
+    let api: Api<wire::WireLocalQueue> =
+        namespaced_or_all(conn, namespace, &kueue.resource("LocalQueue", "localqueues"));
     let mut out = Vec::new();
-    let fetched = list_pages(&api, "LocalQueues", conn, log, |items| {
-        out.extend(items.iter().map(wire::local_queue))
-    })
-    .await?;
-    Ok(with_rule(
-        fetched,
-        format!("list localqueues.kueue.x-k8s.io {}", scope_text(namespace)),
-    )
-    .map(|_| out))
+    let fetched =
+        list_pages(&api, "LocalQueues", conn, log, |items| out.extend(items.iter().map(wire::local_queue))).await?;
+    Ok(with_rule(fetched, format!("list localqueues.kueue.x-k8s.io {}", scope_text(namespace))).map(|_| out))
 }
 
 /// Streams the Workloads page by page and keeps only the entries the scope selects.
@@ -307,8 +231,7 @@ pub async fn waiting(
     scope: &WaitingScope,
     log: &Log,
 ) -> Result<Fetched<Vec<Waiting>>, Error> {
-    let api: Api<wire::WireWorkload> =
-        namespaced_or_all(conn, namespace, &kueue.resource("Workload", "workloads"));
+    let api: Api<wire::WireWorkload> = namespaced_or_all(conn, namespace, &kueue.resource("Workload", "workloads"));
     let mut out = Vec::new();
     let fetched = list_pages(&api, "Workloads", conn, log, |items| {
         for item in &items {
@@ -316,9 +239,5 @@ pub async fn waiting(
         }
     })
     .await?;
-    Ok(with_rule(
-        fetched,
-        format!("list workloads.kueue.x-k8s.io {}", scope_text(namespace)),
-    )
-    .map(|_| out))
+    Ok(with_rule(fetched, format!("list workloads.kueue.x-k8s.io {}", scope_text(namespace))).map(|_| out))
 }

@@ -6,9 +6,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::core::object::{NotUsed, Object};
 use serde::Deserialize;
 
-use crate::core::kueue::{
-    AdmissionCheck, CheckState, ClusterQueue, Condition, LocalQueue, Workload,
-};
+use crate::core::kueue::{AdmissionCheck, CheckState, ClusterQueue, Condition, LocalQueue, Workload};
 
 pub type WireClusterQueue = Object<ClusterQueueSpec, NotUsed>;
 pub type WireAdmissionCheck = Object<AdmissionCheckSpec, AdmissionCheckStatus>;
@@ -117,32 +115,18 @@ pub fn cluster_queue(o: &WireClusterQueue) -> ClusterQueue {
     if let Some(s) = &o.spec.admission_checks_strategy {
         checks.extend(s.admission_checks.iter().map(|r| r.name.clone()));
     }
-    checks.dedup();
-    ClusterQueue {
-        name: name_of(o),
-        admission_checks: checks,
-    }
+    let mut seen = std::collections::BTreeSet::new();
+    checks.retain(|c| seen.insert(c.clone()));
+    ClusterQueue { name: name_of(o), admission_checks: checks }
 }
 
 pub fn admission_check(o: &WireAdmissionCheck) -> AdmissionCheck {
-    let active = o
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Active"))
-        .map(Condition::from);
-    AdmissionCheck {
-        name: name_of(o),
-        controller_name: o.spec.controller_name.clone(),
-        active,
-    }
+    let active = o.status.as_ref().and_then(|s| s.conditions.iter().find(|c| c.type_ == "Active")).map(Condition::from);
+    AdmissionCheck { name: name_of(o), controller_name: o.spec.controller_name.clone(), active }
 }
 
 pub fn local_queue(o: &WireLocalQueue) -> LocalQueue {
-    LocalQueue {
-        namespace: namespace_of(o),
-        name: name_of(o),
-        cluster_queue: o.spec.cluster_queue.clone(),
-    }
+    LocalQueue { namespace: namespace_of(o), name: name_of(o), cluster_queue: o.spec.cluster_queue.clone() }
 }
 
 pub fn workload(o: &WireWorkload) -> Workload {
@@ -152,10 +136,7 @@ pub fn workload(o: &WireWorkload) -> Workload {
         name: name_of(o),
         queue_name: o.spec.queue_name.clone(),
         admitted_in: status.admission.and_then(|a| a.cluster_queue),
-        quota_reserved: status
-            .conditions
-            .iter()
-            .any(|c| c.type_ == "QuotaReserved" && c.status == "True"),
+        quota_reserved: status.conditions.iter().any(|c| c.type_ == "QuotaReserved" && c.status == "True"),
         checks: status
             .admission_checks
             .iter()

@@ -33,26 +33,15 @@ pub struct Collected {
 
 /// Reads everything the gate needs, concurrently: discovery and the Lease first, then the
 /// ClusterQueues, AdmissionChecks, LocalQueues and the Workload pages.
-pub async fn collect(
-    conn: &Connection,
-    opts: &GateOptions<'_>,
-    log: &Log,
-) -> Result<Collected, Error> {
+pub async fn collect(conn: &Connection, opts: &GateOptions<'_>, log: &Log) -> Result<Collected, Error> {
     let namespace = (!opts.all_namespaces).then_some(conn.namespace.as_str());
-    let (kueue, lease) = futures::try_join!(
-        fetch::discover_kueue(conn, log),
-        fetch::lease(conn, &opts.settings.lease, log)
-    )?;
+    let (kueue, lease) =
+        futures::try_join!(fetch::discover_kueue(conn, log), fetch::lease(conn, &opts.settings.lease, log))?;
     let checks_and_waiting = async {
         let acs = fetch::admission_checks(conn, &kueue, log).await?;
         let scope = WaitingScope {
             checks: gate::dispatch_checks(opts.settings, &acs),
-            cluster_queues: opts
-                .settings
-                .cluster_queues
-                .iter()
-                .cloned()
-                .collect::<BTreeSet<_>>(),
+            cluster_queues: opts.settings.cluster_queues.iter().cloned().collect::<BTreeSet<_>>(),
             all_states: opts.all_states,
         };
         let waiting = fetch::waiting(conn, &kueue, namespace, &scope, log).await?;
@@ -65,11 +54,7 @@ pub async fn collect(
     )?;
     let local_queues = lqs.found().cloned().unwrap_or_default();
     Ok(Collected {
-        facts: GateFacts {
-            cluster_queues: cqs,
-            admission_checks: acs,
-            lease,
-        },
+        facts: GateFacts { cluster_queues: cqs, admission_checks: acs, lease },
         waiting: waiting.map(|rows| waiting::finish(rows, &local_queues, &scope)),
         server_date: kueue.server_date,
     })
@@ -83,42 +68,25 @@ pub fn judge(
     now: k8s_openapi::jiff::Timestamp,
 ) -> GateRun {
     let report = gate::evaluate(opts.settings, &collected.facts, now);
-    let mut warnings: Vec<String> = skew::server_clock(collected.server_date, now)
-        .into_iter()
-        .collect();
+    let mut warnings: Vec<String> = skew::server_clock(collected.server_date, now).into_iter().collect();
     warnings.extend(skew::lease_in_future(report.lease.facts.as_ref(), now));
     if let Fetched::Forbidden(d) = &collected.waiting {
-        warnings.push(format!(
-            "cannot show waiting Workloads: missing RBAC: {}",
-            d.rule
-        ));
+        warnings.push(format!("cannot show waiting Workloads: missing RBAC: {}", d.rule));
     }
     let namespace = (!opts.all_namespaces).then(|| namespace.to_string());
-    GateRun {
-        report,
-        waiting: collected.waiting,
-        namespace,
-        warnings,
-        now,
-    }
+    GateRun { report, waiting: collected.waiting, namespace, warnings, now }
 }
 
-pub async fn run(
-    conn: &Connection,
-    opts: &GateOptions<'_>,
-    deps: &mut Deps<'_>,
-) -> Result<Exit, Error> {
+pub async fn run(conn: &Connection, opts: &GateOptions<'_>, deps: &mut Deps<'_>) -> Result<Exit, Error> {
     let collected = bounded(opts.timeout, &conn.server, collect(conn, opts, deps.log)).await?;
     let run = judge(collected, opts, &conn.namespace, deps.clock.now());
     for w in &run.warnings {
         let _ = writeln!(deps.err, "Warning: {w}");
     }
     crate::render::gate::render(&run, opts.output, deps.style, deps.out)?;
+    deps.out.flush()?;
     if run.waiting.found().is_some_and(|w| w.is_empty())
-        && !matches!(
-            opts.output.format,
-            crate::cli::Format::Json | crate::cli::Format::Yaml
-        )
+        && !matches!(opts.output.format, crate::cli::Format::Json | crate::cli::Format::Yaml)
     {
         let scope = match &run.namespace {
             Some(ns) => format!("in namespace {ns}"),

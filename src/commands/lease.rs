@@ -18,22 +18,11 @@ pub async fn run(
     timeout: Option<std::time::Duration>,
     deps: &mut Deps<'_>,
 ) -> Result<Exit, Error> {
-    let fetched = bounded(
-        timeout,
-        &conn.server,
-        fetch::lease(conn, lease_ref, deps.log),
-    )
-    .await?;
+    let fetched = bounded(timeout, &conn.server, fetch::lease(conn, lease_ref, deps.log)).await?;
     let now = deps.clock.now();
     let assessment = lease::assess(lease_ref, &fetched, now);
-    let warnings: Vec<String> = skew::lease_in_future(assessment.facts.as_ref(), now)
-        .into_iter()
-        .collect();
-    let run = LeaseRun {
-        assessment,
-        warnings,
-        now,
-    };
+    let warnings: Vec<String> = skew::lease_in_future(assessment.facts.as_ref(), now).into_iter().collect();
+    let run = LeaseRun { assessment, warnings, now };
     for w in &run.warnings {
         let _ = writeln!(deps.err, "Warning: {w}");
     }

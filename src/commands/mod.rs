@@ -25,11 +25,8 @@ pub async fn bounded<T>(
 ) -> Result<T, crate::error::Error> {
     match timeout {
         None => work.await,
-        Some(t) => tokio::time::timeout(t, work).await.unwrap_or_else(|_| {
-            Err(crate::error::Error::Timeout {
-                server: server.to_string(),
-                timeout: t,
-            })
-        }),
+        Some(t) => tokio::time::timeout(t, work)
+            .await
+            .unwrap_or_else(|_| Err(crate::error::Error::Timeout { server: server.to_string(), timeout: t })),
     }
 }

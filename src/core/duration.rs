@@ -43,11 +43,7 @@ pub fn human(d: SignedDuration) -> String {
     let minutes = s / 60;
     if minutes < 10 {
         let rest = s % 60;
-        return if rest == 0 {
-            format!("{minutes}m")
-        } else {
-            format!("{minutes}m{rest}s")
-        };
+        return if rest == 0 { format!("{minutes}m") } else { format!("{minutes}m{rest}s") };
     }
     if minutes < 60 * 3 {
         return format!("{minutes}m");
@@ -55,11 +51,7 @@ pub fn human(d: SignedDuration) -> String {
     let hours = s / 3600;
     if hours < 8 {
         let rest = minutes % 60;
-        return if rest == 0 {
-            format!("{hours}h")
-        } else {
-            format!("{hours}h{rest}m")
-        };
+        return if rest == 0 { format!("{hours}h") } else { format!("{hours}h{rest}m") };
     }
     if hours < 48 {
         return format!("{hours}h");
@@ -67,11 +59,7 @@ pub fn human(d: SignedDuration) -> String {
     if hours < 24 * 8 {
         let rest = hours % 24;
         let days = hours / 24;
-        return if rest == 0 {
-            format!("{days}d")
-        } else {
-            format!("{days}d{rest}h")
-        };
+        return if rest == 0 { format!("{days}d") } else { format!("{days}d{rest}h") };
     }
     if hours < 24 * 365 * 2 {
         return format!("{}d", hours / 24);
@@ -79,11 +67,7 @@ pub fn human(d: SignedDuration) -> String {
     let years = hours / 24 / 365;
     if years < 8 {
         let days = (hours / 24) % 365;
-        return if days == 0 {
-            format!("{years}y")
-        } else {
-            format!("{years}y{days}d")
-        };
+        return if days == 0 { format!("{years}y") } else { format!("{years}y{days}d") };
     }
     format!("{years}y")
 }
@@ -94,15 +78,9 @@ mod tests {
 
     #[test]
     fn go_durations_match_go() {
-        for (secs, want) in [
-            (0, "0s"),
-            (47, "47s"),
-            (60, "1m0s"),
-            (123, "2m3s"),
-            (3605, "1h0m5s"),
-            (90061, "25h1m1s"),
-            (-5, "-5s"),
-        ] {
+        for (secs, want) in
+            [(0, "0s"), (47, "47s"), (60, "1m0s"), (123, "2m3s"), (3605, "1h0m5s"), (90061, "25h1m1s"), (-5, "-5s")]
+        {
             assert_eq!(go_seconds(secs), want, "{secs}");
         }
     }

@@ -140,20 +140,12 @@ pub fn evaluate(settings: &GateSettings, facts: &GateFacts, now: Timestamp) -> G
         })
         .collect();
     let verdict = Verdict::worst(chains.iter().map(|c| c.verdict));
-    GateReport {
-        chains,
-        lease,
-        dispatch_checks,
-        verdict,
-    }
+    GateReport { chains, lease, dispatch_checks, verdict }
 }
 
 /// The AdmissionChecks that are dispatch's: the one named with `--admission-check`, else every
 /// check whose controllerName is dispatch's.
-pub fn dispatch_checks(
-    settings: &GateSettings,
-    admission_checks: &Fetched<Vec<AdmissionCheck>>,
-) -> BTreeSet<String> {
+pub fn dispatch_checks(settings: &GateSettings, admission_checks: &Fetched<Vec<AdmissionCheck>>) -> BTreeSet<String> {
     if let Some(name) = &settings.admission_check {
         return BTreeSet::from([name.clone()]);
     }
@@ -217,9 +209,14 @@ fn targets(settings: &GateSettings, facts: &GateFacts, dispatch: &BTreeSet<Strin
             .collect();
     }
 
+    // Without the AdmissionCheck list we cannot tell which listed check is dispatch's: judge
+    // every queue that lists any (its first check then says unknown), rather than claim none.
+    let blind = matches!(facts.admission_checks, Fetched::Forbidden(_)) && settings.admission_check.is_none();
     let mut found: Vec<Target> = queues
         .iter()
-        .filter(|q| q.admission_checks.iter().any(|c| dispatch.contains(c)))
+        .filter(|q| {
+            if blind { !q.admission_checks.is_empty() } else { q.admission_checks.iter().any(|c| dispatch.contains(c)) }
+        })
         .map(|q| named_target(q, settings, dispatch, facts))
         .collect();
     found.sort_by(|a, b| a.cluster_queue.cmp(&b.cluster_queue));
@@ -236,32 +233,18 @@ fn targets(settings: &GateSettings, facts: &GateFacts, dispatch: &BTreeSet<Strin
 }
 
 fn single(names: &BTreeSet<String>) -> Option<String> {
-    (names.len() == 1)
-        .then(|| names.iter().next().cloned())
-        .flatten()
+    (names.len() == 1).then(|| names.iter().next().cloned()).flatten()
 }
 
 fn describe_wanted(settings: &GateSettings) -> String {
     match &settings.admission_check {
         Some(name) => format!("AdmissionCheck {name}"),
-        None => format!(
-            "an AdmissionCheck whose controllerName is {}",
-            settings.controller_name
-        ),
+        None => format!("an AdmissionCheck whose controllerName is {}", settings.controller_name),
     }
 }
 
-fn named_target(
-    q: &ClusterQueue,
-    settings: &GateSettings,
-    dispatch: &BTreeSet<String>,
-    facts: &GateFacts,
-) -> Target {
-    let listed: Vec<&String> = q
-        .admission_checks
-        .iter()
-        .filter(|c| dispatch.contains(*c))
-        .collect();
+fn named_target(q: &ClusterQueue, settings: &GateSettings, dispatch: &BTreeSet<String>, facts: &GateFacts) -> Target {
+    let listed: Vec<&String> = q.admission_checks.iter().filter(|c| dispatch.contains(*c)).collect();
     match listed.first() {
         Some(check) => Target {
             cluster_queue: Some(q.name.clone()),
@@ -270,11 +253,7 @@ fn named_target(
             listed_detail: format!("{} lists {}", q.name, check),
         },
         None => {
-            let reason = format!(
-                "ClusterQueue {} does not list {}",
-                q.name,
-                describe_wanted(settings)
-            );
+            let reason = format!("ClusterQueue {} does not list {}", q.name, describe_wanted(settings));
             let lists = if q.admission_checks.is_empty() {
                 "it lists no AdmissionChecks".to_string()
             } else {
@@ -282,9 +261,7 @@ fn named_target(
             };
             // With the AC list forbidden we cannot tell which listed check is dispatch's.
             let outcome = match (&facts.admission_checks, &settings.admission_check) {
-                (Fetched::Forbidden(d), None) if !q.admission_checks.is_empty() => {
-                    Outcome::Unknown(d.rule.clone())
-                }
+                (Fetched::Forbidden(d), None) if !q.admission_checks.is_empty() => Outcome::Unknown(d.rule.clone()),
                 _ => Outcome::Fail(reason),
             };
             Target {
@@ -305,23 +282,13 @@ fn link_checks(settings: &GateSettings, facts: &GateFacts, target: &Target) -> V
         detail: target.listed_detail.clone(),
     };
     let (controller, active) = match (&target.admission_check, &facts.admission_checks) {
-        (_, Fetched::Forbidden(d)) => (
-            unknown(CheckKind::Controller, d),
-            unknown(CheckKind::Active, d),
-        ),
-        (None, _) => (
-            not_identified(CheckKind::Controller, settings),
-            not_identified(CheckKind::Active, settings),
-        ),
-        (Some(name), Fetched::Missing) => (
-            missing_check(name, CheckKind::Controller),
-            missing_check(name, CheckKind::Active),
-        ),
+        (_, Fetched::Forbidden(d)) => (unknown(CheckKind::Controller, d), unknown(CheckKind::Active, d)),
+        (None, _) => (not_identified(CheckKind::Controller, settings), not_identified(CheckKind::Active, settings)),
+        (Some(name), Fetched::Missing) => {
+            (missing_check(name, CheckKind::Controller), missing_check(name, CheckKind::Active))
+        }
         (Some(name), Fetched::Found(acs)) => match acs.iter().find(|ac| &ac.name == name) {
-            None => (
-                missing_check(name, CheckKind::Controller),
-                missing_check(name, CheckKind::Active),
-            ),
+            None => (missing_check(name, CheckKind::Controller), missing_check(name, CheckKind::Active)),
             Some(ac) => (controller_check(ac, settings), active_check(ac)),
         },
     };
@@ -329,47 +296,26 @@ fn link_checks(settings: &GateSettings, facts: &GateFacts, target: &Target) -> V
 }
 
 fn unknown(kind: CheckKind, denied: &super::fetched::Denied) -> Check {
-    Check {
-        kind,
-        outcome: Outcome::Unknown(denied.rule.clone()),
-        detail: "may not read AdmissionChecks".into(),
-    }
+    Check { kind, outcome: Outcome::Unknown(denied.rule.clone()), detail: "may not read AdmissionChecks".into() }
 }
 
 fn not_identified(kind: CheckKind, settings: &GateSettings) -> Check {
-    let reason = format!(
-        "no AdmissionCheck to judge: none found whose controllerName is {}",
-        settings.controller_name
-    );
-    Check {
-        kind,
-        outcome: Outcome::Fail(reason),
-        detail: "no AdmissionCheck identified".into(),
-    }
+    let reason = format!("no AdmissionCheck to judge: none found whose controllerName is {}", settings.controller_name);
+    Check { kind, outcome: Outcome::Fail(reason), detail: "no AdmissionCheck identified".into() }
 }
 
 fn missing_check(name: &str, kind: CheckKind) -> Check {
     let reason = format!("AdmissionCheck {name} does not exist");
-    Check {
-        kind,
-        outcome: Outcome::Fail(reason.clone()),
-        detail: reason,
-    }
+    Check { kind, outcome: Outcome::Fail(reason.clone()), detail: reason }
 }
 
 fn controller_check(ac: &AdmissionCheck, settings: &GateSettings) -> Check {
     let name = ac.controller_name.as_deref().unwrap_or("");
     if name == settings.controller_name {
-        Check {
-            kind: CheckKind::Controller,
-            outcome: Outcome::Pass,
-            detail: format!("{} names {name}", ac.name),
-        }
+        Check { kind: CheckKind::Controller, outcome: Outcome::Pass, detail: format!("{} names {name}", ac.name) }
     } else {
-        let reason = format!(
-            "AdmissionCheck {} names controller {:?}, not {}",
-            ac.name, name, settings.controller_name
-        );
+        let reason =
+            format!("AdmissionCheck {} names controller {:?}, not {}", ac.name, name, settings.controller_name);
         Check {
             kind: CheckKind::Controller,
             outcome: Outcome::Fail(reason),
@@ -399,20 +345,14 @@ fn active_check(ac: &AdmissionCheck) -> Check {
         },
         None => Check {
             kind: CheckKind::Active,
-            outcome: Outcome::Fail(format!(
-                "AdmissionCheck {} has no Active condition",
-                ac.name
-            )),
+            outcome: Outcome::Fail(format!("AdmissionCheck {} has no Active condition", ac.name)),
             detail: "no Active condition".into(),
         },
     }
 }
 
 fn reason_suffix(c: &super::kueue::Condition) -> String {
-    match (
-        c.reason.as_deref().filter(|r| !r.is_empty()),
-        c.message.as_deref().filter(|m| !m.is_empty()),
-    ) {
+    match (c.reason.as_deref().filter(|r| !r.is_empty()), c.message.as_deref().filter(|m| !m.is_empty())) {
         (Some(r), Some(m)) => format!(", {r}: {m}"),
         (Some(r), None) => format!(", {r}"),
         (None, Some(m)) => format!(": {m}"),
@@ -429,11 +369,7 @@ fn heartbeat_check(lease: &LeaseAssessment) -> Check {
         .map(|h| format!("holder {h}"))
         .unwrap_or_else(|| "no holder".into());
     let (outcome, detail) = match &lease.state {
-        LeaseState::Fresh {
-            age,
-            limit,
-            stale_in,
-        } => (
+        LeaseState::Fresh { age, limit, stale_in } => (
             Outcome::Pass,
             format!(
                 "{holder}, renewed {} ago, limit {}, stale in {}",
@@ -442,11 +378,7 @@ fn heartbeat_check(lease: &LeaseAssessment) -> Check {
                 human(*stale_in)
             ),
         ),
-        LeaseState::Stale {
-            age,
-            limit,
-            stale_for,
-        } => (
+        LeaseState::Stale { age, limit, stale_for } => (
             Outcome::Fail(lease.state.reason(&lease.lease).unwrap_or_default()),
             format!(
                 "{holder}, renewed {} ago, limit {}, stale for {}",
@@ -456,47 +388,27 @@ fn heartbeat_check(lease: &LeaseAssessment) -> Check {
             ),
         ),
         LeaseState::NoHolder | LeaseState::NeverRenewed => {
-            let renewed = lease
-                .facts
-                .as_ref()
-                .and_then(|f| f.renew_time)
-                .map(|_| "")
-                .unwrap_or(", never renewed");
-            (
-                Outcome::Fail(lease.state.reason(&lease.lease).unwrap_or_default()),
-                format!("{holder}{renewed}"),
-            )
+            let renewed = lease.facts.as_ref().and_then(|f| f.renew_time).map(|_| "").unwrap_or(", never renewed");
+            (Outcome::Fail(lease.state.reason(&lease.lease).unwrap_or_default()), format!("{holder}{renewed}"))
         }
         LeaseState::Missing => (
             Outcome::Fail(lease.state.reason(&lease.lease).unwrap_or_default()),
             format!("Lease {} does not exist", lease.lease),
         ),
-        LeaseState::Forbidden { rule } => (
-            Outcome::Unknown(rule.clone()),
-            format!("may not read Lease {}", lease.lease),
-        ),
+        LeaseState::Forbidden { rule } => {
+            (Outcome::Unknown(rule.clone()), format!("may not read Lease {}", lease.lease))
+        }
     };
-    Check {
-        kind: CheckKind::Heartbeat,
-        outcome,
-        detail,
-    }
+    Check { kind: CheckKind::Heartbeat, outcome, detail }
 }
 
-fn finish(
-    cluster_queue: Option<String>,
-    admission_check: Option<String>,
-    checks: Vec<Check>,
-) -> Chain {
+fn finish(cluster_queue: Option<String>, admission_check: Option<String>, checks: Vec<Check>) -> Chain {
     let failed = checks.iter().find_map(|c| match &c.outcome {
         Outcome::Fail(reason) => Some(reason.clone()),
         _ => None,
     });
     let unknown = checks.iter().find_map(|c| match &c.outcome {
-        Outcome::Unknown(rule) => Some(format!(
-            "{}: cannot be read without RBAC: {rule}",
-            c.kind.title()
-        )),
+        Outcome::Unknown(rule) => Some(format!("{}: cannot be read without RBAC: {rule}", c.kind.title())),
         _ => None,
     });
     let (verdict, reason) = match (failed, unknown) {
@@ -504,11 +416,5 @@ fn finish(
         (None, Some(reason)) => (Verdict::Unknown, Some(reason)),
         (None, None) => (Verdict::Yes, None),
     };
-    Chain {
-        cluster_queue,
-        admission_check,
-        checks,
-        verdict,
-        reason,
-    }
+    Chain { cluster_queue, admission_check, checks, verdict, reason }
 }

@@ -21,10 +21,7 @@ pub struct LeaseRef {
 
 impl Default for LeaseRef {
     fn default() -> Self {
-        LeaseRef {
-            namespace: "dispatch-system".into(),
-            name: "dispatch-admission".into(),
-        }
+        LeaseRef { namespace: "dispatch-system".into(), name: "dispatch-admission".into() }
     }
 }
 
@@ -40,10 +37,7 @@ impl FromStr for LeaseRef {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.split_once('/') {
             Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => {
-                Ok(LeaseRef {
-                    namespace: ns.into(),
-                    name: name.into(),
-                })
+                Ok(LeaseRef { namespace: ns.into(), name: name.into() })
             }
             _ => Err(format!("expected NAMESPACE/NAME, got {s:?}")),
         }
@@ -127,19 +121,10 @@ pub struct LeaseAssessment {
 pub fn assess(lease: &LeaseRef, fetched: &Fetched<LeaseFacts>, now: Timestamp) -> LeaseAssessment {
     let (facts, state) = match fetched {
         Fetched::Missing => (None, LeaseState::Missing),
-        Fetched::Forbidden(denied) => (
-            None,
-            LeaseState::Forbidden {
-                rule: denied.rule.clone(),
-            },
-        ),
+        Fetched::Forbidden(denied) => (None, LeaseState::Forbidden { rule: denied.rule.clone() }),
         Fetched::Found(facts) => (Some(facts.clone()), judge(facts, now)),
     };
-    LeaseAssessment {
-        lease: lease.clone(),
-        facts,
-        state,
-    }
+    LeaseAssessment { lease: lease.clone(), facts, state }
 }
 
 fn judge(facts: &LeaseFacts, now: Timestamp) -> LeaseState {
@@ -152,17 +137,9 @@ fn judge(facts: &LeaseFacts, now: Timestamp) -> LeaseState {
     let age = now.duration_since(renewed);
     let limit = SignedDuration::from_secs(2 * i64::from(duration));
     if age <= limit {
-        LeaseState::Fresh {
-            age,
-            limit,
-            stale_in: limit - age,
-        }
+        LeaseState::Fresh { age, limit, stale_in: limit - age }
     } else {
-        LeaseState::Stale {
-            age,
-            limit,
-            stale_for: age - limit,
-        }
+        LeaseState::Stale { age, limit, stale_for: age - limit }
     }
 }
 
@@ -180,9 +157,7 @@ impl LeaseState {
         match self {
             LeaseState::Fresh { .. } | LeaseState::Forbidden { .. } => None,
             LeaseState::NoHolder => Some("the admission controller's Lease has no holder".into()),
-            LeaseState::NeverRenewed => {
-                Some("the admission controller's Lease has never been renewed".into())
-            }
+            LeaseState::NeverRenewed => Some("the admission controller's Lease has never been renewed".into()),
             LeaseState::Stale { age, limit, .. } => Some(format!(
                 "the admission controller's Lease was last renewed {} ago, beyond {}",
                 go_seconds(whole_seconds(*age)),
@@ -222,11 +197,7 @@ mod tests {
         "2026-11-30T12:00:00Z".parse().unwrap()
     }
 
-    fn lease(
-        holder: Option<&str>,
-        renewed_ago_us: Option<i64>,
-        duration: Option<i32>,
-    ) -> LeaseFacts {
+    fn lease(holder: Option<&str>, renewed_ago_us: Option<i64>, duration: Option<i32>) -> LeaseFacts {
         LeaseFacts {
             holder: holder.map(String::from),
             renew_time: renewed_ago_us.map(|us| now() - SignedDuration::from_micros(us)),
@@ -268,9 +239,7 @@ mod tests {
     #[test]
     fn one_microsecond_past_the_limit_is_stale() {
         let s = state(lease(Some("pod-1_a"), Some(30_000_001), Some(15)));
-        assert!(
-            matches!(s, LeaseState::Stale { stale_for, .. } if stale_for == SignedDuration::from_micros(1))
-        );
+        assert!(matches!(s, LeaseState::Stale { stale_for, .. } if stale_for == SignedDuration::from_micros(1)));
         assert_eq!(
             s.reason(&LeaseRef::default()).unwrap(),
             "the admission controller's Lease was last renewed 30s ago, beyond 30s"
@@ -280,15 +249,9 @@ mod tests {
     #[test]
     fn stale_reason_writes_go_durations() {
         let r = reason(lease(Some("pod-1_a"), Some(123_400_000), Some(15))).unwrap();
-        assert_eq!(
-            r,
-            "the admission controller's Lease was last renewed 2m3s ago, beyond 30s"
-        );
+        assert_eq!(r, "the admission controller's Lease was last renewed 2m3s ago, beyond 30s");
         let r = reason(lease(Some("pod-1_a"), Some(3_605_000_000), Some(60))).unwrap();
-        assert_eq!(
-            r,
-            "the admission controller's Lease was last renewed 1h0m5s ago, beyond 2m0s"
-        );
+        assert_eq!(r, "the admission controller's Lease was last renewed 1h0m5s ago, beyond 2m0s");
     }
 
     #[test]
@@ -296,20 +259,14 @@ mod tests {
         for holder in [None, Some("")] {
             let s = state(lease(holder, Some(1_000_000), Some(15)));
             assert_eq!(s, LeaseState::NoHolder);
-            assert_eq!(
-                s.reason(&LeaseRef::default()).unwrap(),
-                "the admission controller's Lease has no holder"
-            );
+            assert_eq!(s.reason(&LeaseRef::default()).unwrap(), "the admission controller's Lease has no holder");
         }
     }
 
     #[test]
     fn a_released_lease_has_no_holder() {
         // client-go's release writes holder "" and leaseDurationSeconds 1.
-        assert_eq!(
-            state(lease(Some(""), Some(0), Some(1))),
-            LeaseState::NoHolder
-        );
+        assert_eq!(state(lease(Some(""), Some(0), Some(1))), LeaseState::NoHolder);
     }
 
     #[test]
@@ -325,10 +282,7 @@ mod tests {
             lease(Some("pod-1_a"), None, None),
         ] {
             assert_eq!(state(facts.clone()), LeaseState::NeverRenewed);
-            assert_eq!(
-                reason(facts).unwrap(),
-                "the admission controller's Lease has never been renewed"
-            );
+            assert_eq!(reason(facts).unwrap(), "the admission controller's Lease has never been renewed");
         }
     }
 
@@ -339,58 +293,31 @@ mod tests {
             s.reason(&LeaseRef::default()).unwrap(),
             "the admission controller's Lease was last renewed 1s ago, beyond 0s"
         );
-        assert!(matches!(
-            state(lease(Some("p"), Some(0), Some(0))),
-            LeaseState::Fresh { .. }
-        ));
+        assert!(matches!(state(lease(Some("p"), Some(0), Some(0))), LeaseState::Fresh { .. }));
     }
 
     #[test]
     fn a_renew_time_in_the_future_passes_and_is_reported_as_skew() {
         let facts = lease(Some("pod-1_a"), Some(-5_000_000), Some(15));
-        assert!(
-            matches!(state(facts.clone()), LeaseState::Fresh { age, .. } if age == SignedDuration::from_secs(-5))
-        );
-        assert_eq!(
-            future_skew(&facts, now()),
-            Some(SignedDuration::from_secs(5))
-        );
-        assert_eq!(
-            future_skew(&lease(Some("p"), Some(1), Some(15)), now()),
-            None
-        );
+        assert!(matches!(state(facts.clone()), LeaseState::Fresh { age, .. } if age == SignedDuration::from_secs(-5)));
+        assert_eq!(future_skew(&facts, now()), Some(SignedDuration::from_secs(5)));
+        assert_eq!(future_skew(&lease(Some("p"), Some(1), Some(15)), now()), None);
     }
 
     #[test]
     fn missing_and_forbidden() {
-        let r = LeaseRef {
-            namespace: "ops".into(),
-            name: "ctl".into(),
-        };
+        let r = LeaseRef { namespace: "ops".into(), name: "ctl".into() };
         let missing = assess(&r, &Fetched::Missing, now()).state;
         assert_eq!(missing.reason(&r).unwrap(), "Lease ops/ctl does not exist");
         assert_eq!(missing.verdict(), Verdict::No);
-        let forbidden = assess(
-            &r,
-            &Fetched::Forbidden(Denied {
-                rule: "get leases".into(),
-            }),
-            now(),
-        )
-        .state;
+        let forbidden = assess(&r, &Fetched::Forbidden(Denied { rule: "get leases".into() }), now()).state;
         assert_eq!(forbidden.verdict(), Verdict::Unknown);
         assert_eq!(forbidden.reason(&r), None);
     }
 
     #[test]
     fn lease_refs_parse() {
-        assert_eq!(
-            "a/b".parse::<LeaseRef>().unwrap(),
-            LeaseRef {
-                namespace: "a".into(),
-                name: "b".into()
-            }
-        );
+        assert_eq!("a/b".parse::<LeaseRef>().unwrap(), LeaseRef { namespace: "a".into(), name: "b".into() });
         for bad in ["a", "/b", "a/", "a/b/c"] {
             assert!(bad.parse::<LeaseRef>().is_err(), "{bad}");
         }

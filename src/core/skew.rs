@@ -19,11 +19,7 @@ pub fn server_clock(server_date: Option<Timestamp>, now: Timestamp) -> Option<St
     } else {
         return None;
     };
-    let (secs, side) = if skew.is_negative() {
-        (-skew.as_secs(), "behind")
-    } else {
-        (skew.as_secs(), "ahead of")
-    };
+    let (secs, side) = if skew.is_negative() { (-skew.as_secs(), "behind") } else { (skew.as_secs(), "ahead of") };
     Some(format!(
         "this machine's clock is about {} {side} the API server's; Lease ages are measured with this machine's clock",
         go_seconds(secs.max(1))
@@ -51,16 +47,8 @@ mod tests {
     fn server_clock_tolerates_two_seconds_and_the_header_resolution() {
         let now = t("2026-11-30T12:00:03.900Z");
         assert_eq!(server_clock(Some(t("2026-11-30T12:00:01Z")), now), None);
-        assert!(
-            server_clock(Some(t("2026-11-30T11:59:59Z")), now)
-                .unwrap()
-                .contains("about 3s ahead of")
-        );
-        assert!(
-            server_clock(Some(t("2026-11-30T12:00:10Z")), now)
-                .unwrap()
-                .contains("about 6s behind")
-        );
+        assert!(server_clock(Some(t("2026-11-30T11:59:59Z")), now).unwrap().contains("about 3s ahead of"));
+        assert!(server_clock(Some(t("2026-11-30T12:00:10Z")), now).unwrap().contains("about 6s behind"));
         assert_eq!(server_clock(None, now), None);
     }
 }

@@ -68,33 +68,16 @@ pub fn select(workload: &Workload, scope: &WaitingScope) -> Vec<Waiting> {
 
 /// Fills in ClusterQueues through LocalQueues, keeps those in scope, and sorts by namespace
 /// then name (then check).
-pub fn finish(
-    mut rows: Vec<Waiting>,
-    local_queues: &[LocalQueue],
-    scope: &WaitingScope,
-) -> Vec<Waiting> {
-    let by_queue: BTreeMap<(&str, &str), &str> = local_queues
-        .iter()
-        .map(|lq| {
-            (
-                (lq.namespace.as_str(), lq.name.as_str()),
-                lq.cluster_queue.as_str(),
-            )
-        })
-        .collect();
+pub fn finish(mut rows: Vec<Waiting>, local_queues: &[LocalQueue], scope: &WaitingScope) -> Vec<Waiting> {
+    let by_queue: BTreeMap<(&str, &str), &str> =
+        local_queues.iter().map(|lq| ((lq.namespace.as_str(), lq.name.as_str()), lq.cluster_queue.as_str())).collect();
     for row in rows.iter_mut().filter(|r| r.cluster_queue.is_none()) {
         if let Some(q) = &row.queue_name {
-            row.cluster_queue = by_queue
-                .get(&(row.namespace.as_str(), q.as_str()))
-                .map(|cq| cq.to_string());
+            row.cluster_queue = by_queue.get(&(row.namespace.as_str(), q.as_str())).map(|cq| cq.to_string());
         }
     }
     if !scope.cluster_queues.is_empty() {
-        rows.retain(|r| {
-            r.cluster_queue
-                .as_ref()
-                .is_some_and(|cq| scope.cluster_queues.contains(cq))
-        });
+        rows.retain(|r| r.cluster_queue.as_ref().is_some_and(|cq| scope.cluster_queues.contains(cq)));
     }
     rows.sort_by(|a, b| (&a.namespace, &a.name, &a.check).cmp(&(&b.namespace, &b.name, &b.check)));
     rows

@@ -15,15 +15,7 @@ use crate::report::GateRun;
 use crate::settings::Output;
 
 pub const CHAIN_HEADERS: &[&str] = &["#", "check", "result", "detail"];
-pub const WAITING_HEADERS: &[&str] = &[
-    "namespace",
-    "name",
-    "clusterqueue",
-    "check",
-    "state",
-    "since",
-    "message",
-];
+pub const WAITING_HEADERS: &[&str] = &["namespace", "name", "clusterqueue", "check", "state", "since", "message"];
 const MESSAGE_WIDTH: usize = 60;
 
 /// Why Active=True passes but proves nothing on its own.
@@ -43,13 +35,7 @@ fn text(run: &GateRun, output: Output, style: Style, out: &mut dyn Write) -> io:
         if i > 0 {
             writeln!(out)?;
         }
-        chain_block(
-            chain,
-            &run.report.lease.lease.to_string(),
-            output.no_headers,
-            style,
-            out,
-        )?;
+        chain_block(chain, &run.report.lease.lease.to_string(), output.no_headers, style, out)?;
     }
     if let Some(waiting) = run.waiting.found()
         && !waiting.is_empty()
@@ -64,26 +50,12 @@ fn text(run: &GateRun, output: Output, style: Style, out: &mut dyn Write) -> io:
     Ok(())
 }
 
-fn chain_block(
-    chain: &Chain,
-    lease: &str,
-    no_headers: bool,
-    style: Style,
-    out: &mut dyn Write,
-) -> io::Result<()> {
+fn chain_block(chain: &Chain, lease: &str, no_headers: bool, style: Style, out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
         "ClusterQueue {}, AdmissionCheck {}, Lease {}",
-        chain
-            .cluster_queue
-            .as_deref()
-            .map(escape)
-            .unwrap_or_else(|| "<none>".into()),
-        chain
-            .admission_check
-            .as_deref()
-            .map(escape)
-            .unwrap_or_else(|| "<none>".into()),
+        chain.cluster_queue.as_deref().map(escape).unwrap_or_else(|| "<none>".into()),
+        chain.admission_check.as_deref().map(escape).unwrap_or_else(|| "<none>".into()),
         escape(lease)
     )?;
     let rows: Vec<Vec<String>> = chain
@@ -95,20 +67,11 @@ fn chain_block(
                 Outcome::Unknown(rule) => format!("{}; missing RBAC: {rule}", c.detail),
                 _ => c.detail.clone(),
             };
-            vec![
-                (i + 1).to_string(),
-                c.kind.title().to_string(),
-                c.outcome.label().to_string(),
-                cell(&detail, None),
-            ]
+            vec![(i + 1).to_string(), c.kind.title().to_string(), c.outcome.label().to_string(), cell(&detail, None)]
         })
         .collect();
     table::write(out, CHAIN_HEADERS, &rows, no_headers)?;
-    if chain
-        .checks
-        .iter()
-        .any(|c| c.kind == CheckKind::Active && c.outcome == Outcome::Pass)
-    {
+    if chain.checks.iter().any(|c| c.kind == CheckKind::Active && c.outcome == Outcome::Pass) {
         writeln!(out, "{ACTIVE_NOTE}")?;
     }
     writeln!(out, "{}", verdict_line(chain, style))
@@ -130,18 +93,8 @@ fn waiting_row(w: &Waiting, run: &GateRun, wide: bool) -> Vec<String> {
         cell(&w.name, None),
         cell(w.cluster_queue.as_deref().unwrap_or(""), None),
         cell(&w.check, None),
-        if w.quota_reserved || w.state != "Pending" {
-            w.state.clone()
-        } else {
-            format!("{} (no quota)", w.state)
-        },
-        w.since
-            .map(|t| human(run.now.duration_since(t)))
-            .unwrap_or_default(),
-        if wide {
-            escape(&w.message)
-        } else {
-            cell(&w.message, Some(MESSAGE_WIDTH))
-        },
+        if w.quota_reserved || w.state != "Pending" { w.state.clone() } else { format!("{} (no quota)", w.state) },
+        w.since.map(|t| human(run.now.duration_since(t))).unwrap_or_default(),
+        if wide { escape(&w.message) } else { cell(&w.message, Some(MESSAGE_WIDTH)) },
     ]
 }

@@ -12,16 +12,7 @@ use crate::core::lease::{LeaseAssessment, LeaseState};
 use crate::report::LeaseRun;
 use crate::settings::Output;
 
-pub const HEADERS: &[&str] = &[
-    "lease",
-    "holder",
-    "renewed",
-    "duration",
-    "limit",
-    "status",
-    "transitions",
-    "acquired",
-];
+pub const HEADERS: &[&str] = &["lease", "holder", "renewed", "duration", "limit", "status", "transitions", "acquired"];
 pub const WIDE_HEADERS: &[&str] = &["renew time", "acquire time", "reason"];
 
 pub fn render(run: &LeaseRun, output: Output, out: &mut dyn Write) -> io::Result<()> {
@@ -55,38 +46,16 @@ pub fn row(a: &LeaseAssessment, now: Timestamp, wide: bool) -> Vec<String> {
     let mut row = vec![
         cell(&a.lease.to_string(), None),
         cell(facts.holder().unwrap_or(""), None),
-        facts
-            .renew_time
-            .map(|t| human(now.duration_since(t)))
-            .unwrap_or_default(),
-        facts
-            .duration_seconds
-            .map(|d| go_seconds(d.into()))
-            .unwrap_or_default(),
-        facts
-            .duration_seconds
-            .map(|d| go_seconds(2 * i64::from(d)))
-            .unwrap_or_default(),
+        facts.renew_time.map(|t| human(now.duration_since(t))).unwrap_or_default(),
+        facts.duration_seconds.map(|d| go_seconds(d.into())).unwrap_or_default(),
+        facts.duration_seconds.map(|d| go_seconds(2 * i64::from(d))).unwrap_or_default(),
         status(&a.state),
         facts.transitions.map(|t| t.to_string()).unwrap_or_default(),
-        facts
-            .acquire_time
-            .map(|t| human(now.duration_since(t)))
-            .unwrap_or_default(),
+        facts.acquire_time.map(|t| human(now.duration_since(t))).unwrap_or_default(),
     ];
     if wide {
-        row.push(
-            facts
-                .renew_time
-                .map(|t| t.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string())
-                .unwrap_or_default(),
-        );
-        row.push(
-            facts
-                .acquire_time
-                .map(|t| t.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string())
-                .unwrap_or_default(),
-        );
+        row.push(facts.renew_time.map(|t| t.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()).unwrap_or_default());
+        row.push(facts.acquire_time.map(|t| t.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()).unwrap_or_default());
         row.push(reason_cell(a));
     }
     row

@@ -16,9 +16,7 @@ impl Style {
     pub fn detect() -> Style {
         use std::io::IsTerminal;
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        Style {
-            color: !no_color && std::io::stdout().is_terminal(),
-        }
+        Style { color: !no_color && std::io::stdout().is_terminal() }
     }
 
     /// Paints a verdict or status word: green when good, red when bad, yellow when unknown.

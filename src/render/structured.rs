@@ -5,10 +5,8 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 pub fn json<T: Serialize>(out: &mut dyn Write, doc: &T) -> io::Result<()> {
-    let mut ser = serde_json::Serializer::with_formatter(
-        &mut *out,
-        serde_json::ser::PrettyFormatter::with_indent(b"    "),
-    );
+    let mut ser =
+        serde_json::Serializer::with_formatter(&mut *out, serde_json::ser::PrettyFormatter::with_indent(b"    "));
     doc.serialize(&mut ser).map_err(io::Error::other)?;
     writeln!(out)
 }

@@ -6,16 +6,12 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 /// A MicroTime `secs` seconds ago (negative: in the future), with the six fractional digits
 /// the apiserver's parser demands.
 pub fn micro_ago(secs: i64) -> String {
-    (Timestamp::now() - SignedDuration::from_secs(secs))
-        .strftime("%Y-%m-%dT%H:%M:%S%.6fZ")
-        .to_string()
+    (Timestamp::now() - SignedDuration::from_secs(secs)).strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
 }
 
 /// A metav1.Time `secs` seconds ago.
 pub fn time_ago(secs: i64) -> String {
-    (Timestamp::now() - SignedDuration::from_secs(secs))
-        .strftime("%Y-%m-%dT%H:%M:%SZ")
-        .to_string()
+    (Timestamp::now() - SignedDuration::from_secs(secs)).strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 pub fn namespace(name: &str) -> String {
@@ -23,13 +19,7 @@ pub fn namespace(name: &str) -> String {
 }
 
 /// A Lease. `holder` None leaves the field out; `renewed_ago` None leaves renewTime out.
-pub fn lease(
-    ns: &str,
-    name: &str,
-    holder: Option<&str>,
-    renewed_ago: Option<i64>,
-    duration: Option<i32>,
-) -> String {
+pub fn lease(ns: &str, name: &str, holder: Option<&str>, renewed_ago: Option<i64>, duration: Option<i32>) -> String {
     let mut spec = String::new();
     if let Some(h) = holder {
         spec += &format!("  holderIdentity: {h:?}\n");
@@ -38,11 +28,7 @@ pub fn lease(
         spec += &format!("  leaseDurationSeconds: {d}\n");
     }
     if let Some(ago) = renewed_ago {
-        spec += &format!(
-            "  renewTime: \"{}\"\n  acquireTime: \"{}\"\n",
-            micro_ago(ago),
-            micro_ago(ago + 300)
-        );
+        spec += &format!("  renewTime: \"{}\"\n  acquireTime: \"{}\"\n", micro_ago(ago), micro_ago(ago + 300));
     }
     spec += "  leaseTransitions: 2\n";
     format!(
@@ -59,11 +45,7 @@ pub fn admission_check(name: &str, controller: &str, active: Option<bool>) -> St
             "status:\n  conditions:\n  - type: Active\n    status: \"{}\"\n    reason: {}\n    message: {}\n    lastTransitionTime: \"{}\"\n",
             if a { "True" } else { "False" },
             if a { "Active" } else { "ControllerDown" },
-            if a {
-                "The admission check is active"
-            } else {
-                "The controller stopped"
-            },
+            if a { "The admission check is active" } else { "The controller stopped" },
             time_ago(600)
         ),
     };
@@ -77,10 +59,7 @@ pub fn cluster_queue(name: &str, checks: &[&str]) -> String {
     let strategy = if checks.is_empty() {
         String::new()
     } else {
-        let rules: String = checks
-            .iter()
-            .map(|c| format!("    - name: {c}\n"))
-            .collect();
+        let rules: String = checks.iter().map(|c| format!("    - name: {c}\n")).collect();
         format!("  admissionChecksStrategy:\n    admissionChecks:\n{rules}")
     };
     format!(
@@ -175,26 +154,14 @@ impl Scenario {
             admission_check(&self.check, &self.controller, Some(true)),
             cluster_queue(&self.cq, &[&self.check]),
             local_queue(&self.ns, &self.lq, &self.cq),
-            lease(
-                &self.lease_ns,
-                &self.lease_name,
-                Some("dispatch-admission-7d9f_1"),
-                Some(2),
-                Some(15),
-            ),
+            lease(&self.lease_ns, &self.lease_name, Some("dispatch-admission-7d9f_1"), Some(2), Some(15)),
         ]
         .concat()
     }
 
     /// `--controller-name`, `--lease` and extra args, for a gate or lease call on this scenario.
     pub fn args<'a>(&'a self, verb: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
-        let mut v = vec![
-            verb,
-            "--controller-name",
-            self.controller.as_str(),
-            "--lease",
-            self.lease.as_str(),
-        ];
+        let mut v = vec![verb, "--controller-name", self.controller.as_str(), "--lease", self.lease.as_str()];
         v.extend_from_slice(extra);
         v
     }

@@ -29,11 +29,7 @@ pub fn repo() -> PathBuf {
 /// A name no other test in this run uses.
 pub fn unique(prefix: &str) -> String {
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    format!(
-        "{prefix}-{}-{}",
-        std::process::id() % 100_000,
-        NEXT.fetch_add(1, Ordering::SeqCst)
-    )
+    format!("{prefix}-{}-{}", std::process::id() % 100_000, NEXT.fetch_add(1, Ordering::SeqCst))
 }
 
 impl Cluster {
@@ -48,12 +44,7 @@ impl Cluster {
         let out = Command::new(repo().join("tests/cluster/testcluster"))
             .args(["start", "--state-dir"])
             .arg(&state_dir)
-            .args([
-                "--kueue",
-                kueue,
-                "--owner-pid",
-                &std::process::id().to_string(),
-            ])
+            .args(["--kueue", kueue, "--owner-pid", &std::process::id().to_string()])
             .stdin(Stdio::null())
             .output()
             .unwrap_or_else(|e| panic!("cannot run tests/cluster/testcluster: {e}"));
@@ -65,11 +56,7 @@ impl Cluster {
         );
         let text = std::fs::read_to_string(state_dir.join("env"))
             .unwrap_or_else(|e| panic!("the test cluster wrote no env file: {e}"));
-        let env = text
-            .lines()
-            .filter_map(|l| l.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let env = text.lines().filter_map(|l| l.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect();
         Cluster { state_dir, env }
     }
 
@@ -87,11 +74,7 @@ impl Cluster {
             .arg(&self.state_dir)
             .output()
             .expect("run testcluster");
-        assert!(
-            out.status.success(),
-            "testcluster {verb} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "testcluster {verb} failed: {}", String::from_utf8_lossy(&out.stderr));
     }
 
     pub fn kill_apiserver(&self) {
@@ -114,11 +97,7 @@ impl Cluster {
     /// `kubectl ARGS` as admin; panics with kubectl's stderr on failure.
     pub fn kubectl_ok(&self, args: &[&str], stdin: Option<&str>) -> String {
         let out = self.kubectl(args, stdin);
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "kubectl {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
@@ -131,33 +110,17 @@ impl Cluster {
 
     pub fn command(&self, program: &str, args: &[&str]) -> Command {
         let mut cmd = Command::new(program);
-        cmd.args(args)
-            .env("KUBECONFIG", self.kubeconfig())
-            .env("PATH", plugin_path())
-            .env_remove("NO_COLOR");
+        cmd.args(args).env("KUBECONFIG", self.kubeconfig()).env("PATH", plugin_path()).env_remove("NO_COLOR");
         cmd
     }
 
     /// Applies YAML objects (server-side, as admin), then their `status` through /status.
     pub fn apply(&self, yaml: &str) {
-        self.kubectl_ok(
-            &["apply", "--server-side", "--force-conflicts", "-f", "-"],
-            Some(yaml),
-        );
-        let with_status: Vec<&str> = yaml
-            .split("---\n")
-            .filter(|doc| doc.contains("\nstatus:"))
-            .collect();
+        self.kubectl_ok(&["apply", "--server-side", "--force-conflicts", "-f", "-"], Some(yaml));
+        let with_status: Vec<&str> = yaml.split("---\n").filter(|doc| doc.contains("\nstatus:")).collect();
         if !with_status.is_empty() {
             self.kubectl_ok(
-                &[
-                    "apply",
-                    "--server-side",
-                    "--force-conflicts",
-                    "--subresource=status",
-                    "-f",
-                    "-",
-                ],
+                &["apply", "--server-side", "--force-conflicts", "--subresource=status", "-f", "-"],
                 Some(&with_status.join("---\n")),
             );
         }
@@ -174,23 +137,12 @@ pub fn plugin_path() -> String {
 
 fn run(mut cmd: Command, stdin: Option<&str>) -> Output {
     use std::io::Write;
-    cmd.stdin(if stdin.is_some() {
-        Stdio::piped()
-    } else {
-        Stdio::null()
-    })
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
     if let Some(text) = stdin {
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(text.as_bytes())
-            .expect("write stdin");
+        child.stdin.take().expect("stdin").write_all(text.as_bytes()).expect("write stdin");
     }
     child.wait_with_output().expect("wait")
 }
@@ -215,12 +167,8 @@ impl From<Output> for Run {
 
 impl Run {
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
-            panic!(
-                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
-                self.stdout, self.stderr
-            )
-        })
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr))
     }
 
     pub fn lines(&self) -> Vec<&str> {
@@ -229,11 +177,7 @@ impl Run {
 
     /// Asserts the exit code, showing the output when it differs.
     pub fn expect_code(&self, code: i32) -> &Self {
-        assert_eq!(
-            self.code, code,
-            "exit code\nstdout:\n{}\nstderr:\n{}",
-            self.stdout, self.stderr
-        );
+        assert_eq!(self.code, code, "exit code\nstdout:\n{}\nstderr:\n{}", self.stdout, self.stderr);
         self
     }
 
@@ -242,12 +186,7 @@ impl Run {
     }
 
     pub fn expect_line(&self, line: &str) -> &Self {
-        assert!(
-            self.has_line(line),
-            "no line {line:?} in stdout:\n{}\nstderr:\n{}",
-            self.stdout,
-            self.stderr
-        );
+        assert!(self.has_line(line), "no line {line:?} in stdout:\n{}\nstderr:\n{}", self.stdout, self.stderr);
         self
     }
 }

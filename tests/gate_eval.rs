@@ -1,0 +1,917 @@
+//! Table-driven tests of the pure core: `gate::evaluate` at a fixed instant, the wire layer's
+//! ClusterQueue conversion (both API shapes), and the waiting-Workload selection.
+//!
+//! The reason strings asserted here are the adapter's, word for word
+//! (`shared/design/lease-heartbeat.md`); a change to one is a change of contract.
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kubectl_dispatch::cluster::wire::{self, WireClusterQueue};
+use kubectl_dispatch::core::fetched::{Denied, Fetched};
+use kubectl_dispatch::core::gate::{self, Chain, CheckKind, GateFacts, GateReport, GateSettings, Outcome};
+use kubectl_dispatch::core::kueue::{AdmissionCheck, CheckState, ClusterQueue, Condition, LocalQueue, Workload};
+use kubectl_dispatch::core::lease::{LeaseFacts, LeaseState};
+use kubectl_dispatch::core::verdict::Verdict;
+use kubectl_dispatch::core::waiting::{self, Waiting, WaitingScope};
+
+// ---------------------------------------------------------------------------------------------
+// Builders
+// ---------------------------------------------------------------------------------------------
+
+const CONTROLLER: &str = "dispatch-admission";
+const CHECK: &str = "dispatch";
+const HOLDER: &str = "dispatch-admission-7d9f_1";
+const LEASE_RULE: &str = "get leases in namespace dispatch-system";
+const AC_RULE: &str = "list admissionchecks.kueue.x-k8s.io";
+const CQ_RULE: &str = "list clusterqueues.kueue.x-k8s.io";
+
+fn now() -> Timestamp {
+    "2026-11-30T12:00:00Z".parse().unwrap()
+}
+
+fn ago(d: SignedDuration) -> Timestamp {
+    now() - d
+}
+
+fn secs(s: i64) -> SignedDuration {
+    SignedDuration::from_secs(s)
+}
+
+fn cq(name: &str, checks: &[&str]) -> ClusterQueue {
+    ClusterQueue { name: name.into(), admission_checks: checks.iter().map(|c| c.to_string()).collect() }
+}
+
+fn condition(status: &str, reason: Option<&str>, message: Option<&str>) -> Condition {
+    Condition {
+        status: status.into(),
+        reason: reason.map(String::from),
+        message: message.map(String::from),
+        last_transition: Some(ago(secs(3600))),
+    }
+}
+
+fn active_true() -> Option<Condition> {
+    Some(condition("True", Some("Active"), Some("the controller is ready")))
+}
+
+fn ac(name: &str, controller: Option<&str>, active: Option<Condition>) -> AdmissionCheck {
+    AdmissionCheck { name: name.into(), controller_name: controller.map(String::from), active }
+}
+
+/// dispatch's AdmissionCheck, Active=True.
+fn dispatch_ac() -> AdmissionCheck {
+    ac(CHECK, Some(CONTROLLER), active_true())
+}
+
+/// A Lease renewed `renewed_ago` before now, with the controller's default 15 s duration.
+fn lease_renewed(renewed_ago: SignedDuration) -> LeaseFacts {
+    LeaseFacts {
+        holder: Some(HOLDER.into()),
+        renew_time: Some(ago(renewed_ago)),
+        acquire_time: Some(ago(secs(3 * 3600))),
+        duration_seconds: Some(15),
+        transitions: Some(2),
+    }
+}
+
+fn fresh_lease() -> Fetched<LeaseFacts> {
+    Fetched::Found(lease_renewed(secs(4)))
+}
+
+fn forbidden<T>(rule: &str) -> Fetched<T> {
+    Fetched::Forbidden(Denied { rule: rule.into() })
+}
+
+/// One ClusterQueue `team-a` listing dispatch's check, which is Active, and a fresh Lease.
+fn healthy() -> GateFacts {
+    GateFacts {
+        cluster_queues: Fetched::Found(vec![cq("team-a", &[CHECK])]),
+        admission_checks: Fetched::Found(vec![dispatch_ac()]),
+        lease: fresh_lease(),
+    }
+}
+
+fn with_lease(lease: Fetched<LeaseFacts>) -> GateFacts {
+    GateFacts { lease, ..healthy() }
+}
+
+fn with_acs(acs: Vec<AdmissionCheck>) -> GateFacts {
+    GateFacts { admission_checks: Fetched::Found(acs), ..healthy() }
+}
+
+fn with_cqs(cqs: Vec<ClusterQueue>) -> GateFacts {
+    GateFacts { cluster_queues: Fetched::Found(cqs), ..healthy() }
+}
+
+fn named_cq(names: &[&str]) -> GateSettings {
+    GateSettings { cluster_queues: names.iter().map(|n| n.to_string()).collect(), ..GateSettings::default() }
+}
+
+fn named_check(name: &str) -> GateSettings {
+    GateSettings { admission_check: Some(name.into()), ..GateSettings::default() }
+}
+
+fn pass() -> Outcome {
+    Outcome::Pass
+}
+
+fn fail(reason: &str) -> Outcome {
+    Outcome::Fail(reason.into())
+}
+
+fn unknown(rule: &str) -> Outcome {
+    Outcome::Unknown(rule.into())
+}
+
+// The adapter's reasons, word for word.
+const NO_CQ_LISTS: &str = "no ClusterQueue lists an AdmissionCheck whose controllerName is dispatch-admission";
+const NO_AC_TO_JUDGE: &str = "no AdmissionCheck to judge: none found whose controllerName is dispatch-admission";
+const LEASE_STALE_47S: &str = "the admission controller's Lease was last renewed 47s ago, beyond 30s";
+const LEASE_NO_HOLDER: &str = "the admission controller's Lease has no holder";
+const LEASE_NEVER_RENEWED: &str = "the admission controller's Lease has never been renewed";
+const LEASE_MISSING: &str = "Lease dispatch-system/dispatch-admission does not exist";
+
+// ---------------------------------------------------------------------------------------------
+// The chain, one case per path
+// ---------------------------------------------------------------------------------------------
+
+/// One scenario with one expected chain.
+struct Case {
+    name: &'static str,
+    settings: GateSettings,
+    facts: GateFacts,
+    verdict: Verdict,
+    cluster_queue: Option<&'static str>,
+    admission_check: Option<&'static str>,
+    /// Listed, Controller, Active, Heartbeat.
+    outcomes: [Outcome; 4],
+    reason: Option<&'static str>,
+}
+
+fn assert_chain(case: &str, chain: &Chain, want: &Case) {
+    assert_eq!(chain.cluster_queue.as_deref(), want.cluster_queue, "{case}: cluster_queue");
+    assert_eq!(chain.admission_check.as_deref(), want.admission_check, "{case}: admission_check");
+    let kinds: Vec<CheckKind> = chain.checks.iter().map(|c| c.kind).collect();
+    assert_eq!(
+        kinds,
+        [CheckKind::Listed, CheckKind::Controller, CheckKind::Active, CheckKind::Heartbeat],
+        "{case}: the chain's order"
+    );
+    for (i, (check, outcome)) in chain.checks.iter().zip(&want.outcomes).enumerate() {
+        assert_eq!(&check.outcome, outcome, "{case}: check {} ({})", i + 1, check.kind.title());
+        assert!(!check.detail.is_empty(), "{case}: check {} has no detail", i + 1);
+    }
+    assert_eq!(chain.verdict, want.verdict, "{case}: chain verdict");
+    assert_eq!(chain.reason.as_deref(), want.reason, "{case}: reason");
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        Case {
+            name: "healthy",
+            settings: GateSettings::default(),
+            facts: healthy(),
+            verdict: Verdict::Yes,
+            cluster_queue: Some("team-a"),
+            admission_check: Some(CHECK),
+            outcomes: [pass(), pass(), pass(), pass()],
+            reason: None,
+        },
+        Case {
+            name: "no ClusterQueue lists the check (auto-discovery)",
+            settings: GateSettings::default(),
+            facts: with_cqs(vec![cq("team-a", &[]), cq("team-b", &["provisioning"])]),
+            verdict: Verdict::No,
+            cluster_queue: None,
+            admission_check: Some(CHECK),
+            outcomes: [fail(NO_CQ_LISTS), pass(), pass(), pass()],
+            reason: Some(NO_CQ_LISTS),
+        },
+        Case {
+            name: "no ClusterQueues at all",
+            settings: GateSettings::default(),
+            facts: with_cqs(vec![]),
+            verdict: Verdict::No,
+            cluster_queue: None,
+            admission_check: Some(CHECK),
+            outcomes: [fail(NO_CQ_LISTS), pass(), pass(), pass()],
+            reason: Some(NO_CQ_LISTS),
+        },
+        Case {
+            name: "named ClusterQueue does not list the check",
+            settings: named_cq(&["team-b"]),
+            facts: with_cqs(vec![cq("team-a", &[CHECK]), cq("team-b", &["provisioning"])]),
+            verdict: Verdict::No,
+            cluster_queue: Some("team-b"),
+            admission_check: Some(CHECK),
+            outcomes: [
+                fail("ClusterQueue team-b does not list an AdmissionCheck whose controllerName is dispatch-admission"),
+                pass(),
+                pass(),
+                pass(),
+            ],
+            reason: Some(
+                "ClusterQueue team-b does not list an AdmissionCheck whose controllerName is dispatch-admission",
+            ),
+        },
+        Case {
+            name: "named ClusterQueue lists nothing, named check",
+            settings: GateSettings { admission_check: Some(CHECK.into()), ..named_cq(&["team-b"]) },
+            facts: with_cqs(vec![cq("team-b", &[])]),
+            verdict: Verdict::No,
+            cluster_queue: Some("team-b"),
+            admission_check: Some(CHECK),
+            outcomes: [fail("ClusterQueue team-b does not list AdmissionCheck dispatch"), pass(), pass(), pass()],
+            reason: Some("ClusterQueue team-b does not list AdmissionCheck dispatch"),
+        },
+        Case {
+            name: "named ClusterQueue does not exist",
+            settings: named_cq(&["team-z"]),
+            facts: healthy(),
+            verdict: Verdict::No,
+            cluster_queue: Some("team-z"),
+            admission_check: Some(CHECK),
+            outcomes: [fail("ClusterQueue team-z does not exist"), pass(), pass(), pass()],
+            reason: Some("ClusterQueue team-z does not exist"),
+        },
+        Case {
+            name: "wrong controllerName with --admission-check",
+            settings: named_check(CHECK),
+            facts: with_acs(vec![ac(CHECK, Some("example.com/other"), active_true())]),
+            verdict: Verdict::No,
+            cluster_queue: Some("team-a"),
+            admission_check: Some(CHECK),
+            outcomes: [
+                pass(),
+                fail("AdmissionCheck dispatch names controller \"example.com/other\", not dispatch-admission"),
+                pass(),
+                pass(),
+            ],
+            reason: Some("AdmissionCheck dispatch names controller \"example.com/other\", not dispatch-admission"),
+        },
+        Case {
+            name: "no controllerName with --admission-check",
+            settings: named_check(CHECK),
+            facts: with_acs(vec![ac(CHECK, None, active_true())]),
+            verdict: Verdict::No,
+            cluster_queue: Some("team-a"),
+            admission_check: Some(CHECK),
+            outcomes: [
+                pass(),
+                fail("AdmissionCheck dispatch names controller \"\", not dispatch-admission"),
+                pass(),
+                pass(),
+            ],
+            reason: Some("AdmissionCheck dispatch names controller \"\", not dispatch-admission"),
+        },
+        Case {
+            name: "wrong controllerName without --admission-check finds no check",
+            settings: GateSettings::default(),
+            facts: with_acs(vec![ac(CHECK, Some("example.com/other"), active_true())]),
+            verdict: Verdict::No,
+            cluster_queue: None,
+            admission_check: None,
+            outcomes: [fail(NO_CQ_LISTS), fail(NO_AC_TO_JUDGE), fail(NO_AC_TO_JUDGE), pass()],
+            reason: Some(NO_CQ_LISTS),
+        },
+        Case {
+            name: "AdmissionCheck missing",
+            settings: named_check(CHECK),
+            facts: with_acs(vec![ac("provisioning", Some("kueue.x-k8s.io/prov"), active_true())]),
+            verdict: Verdict::No,
+            cluster_queue: Some("team-a"),
+            admission_check: Some(CHECK),
+            outcomes: [
+                pass(),
+                fail("AdmissionCheck dispatch does not exist"),
+                fail("AdmissionCheck dispatch does not exist"),
+                pass(),
+            ],
+            reason: Some("AdmissionCheck dispatch does not exist"),
+        },
+        Case {
+            name: "Active False",
+            settings: GateSettings::default(),
+            facts: with_acs(vec![ac(
+                CHECK,
+                Some(CONTROLLER),
+                Some(condition("False", Some("ControllerDown"), Some("no leader"))),
+            )]),
+            verdict: Verdict::No,
+            cluster_queue: Some("team-a"),
+            admission_check: Some(CHECK),
+            outcomes: [
+                pass(),
+                pass(),
+                fail("AdmissionCheck dispatch is not Active (Active=False, ControllerDown: no leader)"),
+                pass(),
+            ],
+            reason: Some("AdmissionCheck dispatch is not Active (Active=False, ControllerDown: no leader)"),
+        },
+        Case {
+            name: "Active Unknown without reason or message",
+            settings: GateSettings::default(),
+            facts: with_acs(vec![ac(CHECK, Some(CONTROLLER), Some(condition("Unknown", None, None)))]),
+            verdict: Verdict::No,
+            cluster_queue: Some("team-a"),
+            admission_check: Some(CHECK),
+            outcomes: [pass(), pass(), fail("AdmissionCheck dispatch is not Active (Active=Unknown)"), pass()],
+            reason: Some("AdmissionCheck dispatch is not Active (Active=Unknown)"),
+        },
+        Case {
+            name: "Active missing",
+            settings: GateSettings::default(),
+            facts: with_acs(vec![ac(CHECK, Some(CONTROLLER), None)]),
+            verdict: Verdict::No,
+            cluster_queue: Some("team-a"),
+            admission_check: Some(CHECK),
+            outcomes: [pass(), pass(), fail("AdmissionCheck dispatch has no Active condition"), pass()],
+            reason: Some("AdmissionCheck dispatch has no Active condition"),
+        },
+        Case {
+            name: "Lease stale",
+            settings: GateSettings::default(),
+            facts: with_lease(Fetched::Found(lease_renewed(secs(47) + SignedDuration::from_millis(900)))),
+            verdict: Verdict::No,
+            cluster_queue: Some("team-a"),
+            admission_check: Some(CHECK),
+            outcomes: [pass(), pass(), pass(), fail(LEASE_STALE_47S)],
+            reason: Some(LEASE_STALE_47S),
+        },
+        Case {
+            name: "Lease has no holder (released)",
+            settings: GateSettings::default(),
+            facts: with_lease(Fetched::Found(LeaseFacts {
+                holder: Some(String::new()),
+                duration_seconds: Some(1),
+                ..lease_renewed(secs(2))
+            })),
+            verdict: Verdict::No,
+            cluster_queue: Some("team-a"),
+            admission_check: Some(CHECK),
+            outcomes: [pass(), pass(), pass(), fail(LEASE_NO_HOLDER)],
+            reason: Some(LEASE_NO_HOLDER),
+        },
+        Case {
+            name: "Lease never renewed",
+            settings: GateSettings::default(),
+            facts: with_lease(Fetched::Found(LeaseFacts { renew_time: None, ..lease_renewed(secs(2)) })),
+            verdict: Verdict::No,
+            cluster_queue: Some("team-a"),
+            admission_check: Some(CHECK),
+            outcomes: [pass(), pass(), pass(), fail(LEASE_NEVER_RENEWED)],
+            reason: Some(LEASE_NEVER_RENEWED),
+        },
+        Case {
+            name: "Lease without leaseDurationSeconds was never renewed",
+            settings: GateSettings::default(),
+            facts: with_lease(Fetched::Found(LeaseFacts { duration_seconds: None, ..lease_renewed(secs(2)) })),
+            verdict: Verdict::No,
+            cluster_queue: Some("team-a"),
+            admission_check: Some(CHECK),
+            outcomes: [pass(), pass(), pass(), fail(LEASE_NEVER_RENEWED)],
+            reason: Some(LEASE_NEVER_RENEWED),
+        },
+        Case {
+            name: "Lease missing",
+            settings: GateSettings::default(),
+            facts: with_lease(Fetched::Missing),
+            verdict: Verdict::No,
+            cluster_queue: Some("team-a"),
+            admission_check: Some(CHECK),
+            outcomes: [pass(), pass(), pass(), fail(LEASE_MISSING)],
+            reason: Some(LEASE_MISSING),
+        },
+        Case {
+            name: "Lease missing under --lease names the Lease asked for",
+            settings: GateSettings { lease: "ops/ctl".parse().unwrap(), ..GateSettings::default() },
+            facts: with_lease(Fetched::Missing),
+            verdict: Verdict::No,
+            cluster_queue: Some("team-a"),
+            admission_check: Some(CHECK),
+            outcomes: [pass(), pass(), pass(), fail("Lease ops/ctl does not exist")],
+            reason: Some("Lease ops/ctl does not exist"),
+        },
+        Case {
+            name: "the first failing check decides (Active False, Lease missing)",
+            settings: GateSettings::default(),
+            facts: GateFacts {
+                lease: Fetched::Missing,
+                ..with_acs(vec![ac(CHECK, Some(CONTROLLER), Some(condition("False", None, Some("stopped"))))])
+            },
+            verdict: Verdict::No,
+            cluster_queue: Some("team-a"),
+            admission_check: Some(CHECK),
+            outcomes: [
+                pass(),
+                pass(),
+                fail("AdmissionCheck dispatch is not Active (Active=False: stopped)"),
+                fail(LEASE_MISSING),
+            ],
+            reason: Some("AdmissionCheck dispatch is not Active (Active=False: stopped)"),
+        },
+        Case {
+            name: "the first failing check decides (wrong controller, Active missing, Lease stale)",
+            settings: named_check(CHECK),
+            facts: GateFacts {
+                lease: Fetched::Found(lease_renewed(secs(47))),
+                ..with_acs(vec![ac(CHECK, Some("x"), None)])
+            },
+            verdict: Verdict::No,
+            cluster_queue: Some("team-a"),
+            admission_check: Some(CHECK),
+            outcomes: [
+                pass(),
+                fail("AdmissionCheck dispatch names controller \"x\", not dispatch-admission"),
+                fail("AdmissionCheck dispatch has no Active condition"),
+                fail(LEASE_STALE_47S),
+            ],
+            reason: Some("AdmissionCheck dispatch names controller \"x\", not dispatch-admission"),
+        },
+        Case {
+            name: "a failure beats a forbidden read (Lease forbidden, Active False)",
+            settings: GateSettings::default(),
+            facts: GateFacts {
+                lease: forbidden(LEASE_RULE),
+                ..with_acs(vec![ac(CHECK, Some(CONTROLLER), Some(condition("False", Some("Stopped"), None)))])
+            },
+            verdict: Verdict::No,
+            cluster_queue: Some("team-a"),
+            admission_check: Some(CHECK),
+            outcomes: [
+                pass(),
+                pass(),
+                fail("AdmissionCheck dispatch is not Active (Active=False, Stopped)"),
+                unknown(LEASE_RULE),
+            ],
+            reason: Some("AdmissionCheck dispatch is not Active (Active=False, Stopped)"),
+        },
+        Case {
+            name: "a later failure also beats an earlier forbidden read",
+            settings: GateSettings::default(),
+            facts: GateFacts { cluster_queues: forbidden(CQ_RULE), lease: Fetched::Missing, ..healthy() },
+            verdict: Verdict::No,
+            cluster_queue: None,
+            admission_check: Some(CHECK),
+            outcomes: [unknown(CQ_RULE), pass(), pass(), fail(LEASE_MISSING)],
+            reason: Some(LEASE_MISSING),
+        },
+        Case {
+            name: "Lease forbidden alone",
+            settings: GateSettings::default(),
+            facts: with_lease(forbidden(LEASE_RULE)),
+            verdict: Verdict::Unknown,
+            cluster_queue: Some("team-a"),
+            admission_check: Some(CHECK),
+            outcomes: [pass(), pass(), pass(), unknown(LEASE_RULE)],
+            reason: Some(
+                "Lease is a live heartbeat: cannot be read without RBAC: get leases in namespace dispatch-system",
+            ),
+        },
+        Case {
+            name: "ClusterQueue list forbidden",
+            settings: GateSettings::default(),
+            facts: GateFacts { cluster_queues: forbidden(CQ_RULE), ..healthy() },
+            verdict: Verdict::Unknown,
+            cluster_queue: None,
+            admission_check: Some(CHECK),
+            outcomes: [unknown(CQ_RULE), pass(), pass(), pass()],
+            reason: Some(
+                "ClusterQueue lists the AdmissionCheck: cannot be read without RBAC: list clusterqueues.kueue.x-k8s.io",
+            ),
+        },
+        Case {
+            name: "ClusterQueue list forbidden, named ClusterQueue",
+            settings: named_cq(&["team-a"]),
+            facts: GateFacts { cluster_queues: forbidden(CQ_RULE), ..healthy() },
+            verdict: Verdict::Unknown,
+            cluster_queue: Some("team-a"),
+            admission_check: Some(CHECK),
+            outcomes: [unknown(CQ_RULE), pass(), pass(), pass()],
+            reason: Some(
+                "ClusterQueue lists the AdmissionCheck: cannot be read without RBAC: list clusterqueues.kueue.x-k8s.io",
+            ),
+        },
+        Case {
+            name: "AdmissionCheck list forbidden, named check",
+            settings: named_check(CHECK),
+            facts: GateFacts { admission_checks: forbidden(AC_RULE), ..healthy() },
+            verdict: Verdict::Unknown,
+            cluster_queue: Some("team-a"),
+            admission_check: Some(CHECK),
+            outcomes: [pass(), unknown(AC_RULE), unknown(AC_RULE), pass()],
+            reason: Some(
+                "check names dispatch's controller: cannot be read without RBAC: list admissionchecks.kueue.x-k8s.io",
+            ),
+        },
+        Case {
+            name: "AdmissionCheck list forbidden, named ClusterQueue that lists checks",
+            settings: named_cq(&["team-a"]),
+            facts: GateFacts { admission_checks: forbidden(AC_RULE), ..healthy() },
+            verdict: Verdict::Unknown,
+            cluster_queue: Some("team-a"),
+            admission_check: None,
+            outcomes: [unknown(AC_RULE), unknown(AC_RULE), unknown(AC_RULE), pass()],
+            reason: Some(
+                "ClusterQueue lists the AdmissionCheck: cannot be read without RBAC: list admissionchecks.kueue.x-k8s.io",
+            ),
+        },
+        Case {
+            name: "--controller-name changes what is dispatch's",
+            settings: GateSettings { controller_name: "example.com/dispatch".into(), ..GateSettings::default() },
+            facts: with_acs(vec![ac(CHECK, Some("example.com/dispatch"), active_true())]),
+            verdict: Verdict::Yes,
+            cluster_queue: Some("team-a"),
+            admission_check: Some(CHECK),
+            outcomes: [pass(), pass(), pass(), pass()],
+            reason: None,
+        },
+    ]
+}
+
+fn evaluate(settings: &GateSettings, facts: &GateFacts) -> GateReport {
+    gate::evaluate(settings, facts, now())
+}
+
+#[test]
+fn every_case_gives_its_chain() {
+    let cases = cases();
+    let mut names = BTreeSet::new();
+    for case in &cases {
+        assert!(names.insert(case.name), "duplicate case {}", case.name);
+        let report = evaluate(&case.settings, &case.facts);
+        assert_eq!(report.chains.len(), 1, "{}: one chain", case.name);
+        assert_chain(case.name, &report.chains[0], case);
+        assert_eq!(report.verdict, case.verdict, "{}: report verdict", case.name);
+    }
+}
+
+#[test]
+fn the_deciding_reason_is_the_first_failing_checks() {
+    for case in cases() {
+        let chain = &evaluate(&case.settings, &case.facts).chains[0];
+        let first_fail = chain.checks.iter().find_map(|c| match &c.outcome {
+            Outcome::Fail(r) => Some(r.clone()),
+            _ => None,
+        });
+        if let Some(reason) = first_fail {
+            assert_eq!(chain.reason, Some(reason), "{}", case.name);
+            assert_eq!(chain.verdict, Verdict::No, "{}", case.name);
+        }
+    }
+}
+
+#[test]
+fn the_lease_assessment_and_dispatch_checks_are_reported() {
+    let report = evaluate(&GateSettings::default(), &healthy());
+    assert!(matches!(
+        report.lease.state,
+        LeaseState::Fresh { age, limit, stale_in }
+            if age == secs(4) && limit == secs(30) && stale_in == secs(26)
+    ));
+    assert_eq!(report.lease.lease.to_string(), "dispatch-system/dispatch-admission");
+    assert_eq!(report.dispatch_checks, BTreeSet::from([CHECK.to_string()]));
+    let heartbeat = &report.chains[0].checks[3];
+    assert_eq!(heartbeat.detail, format!("holder {HOLDER}, renewed 4s ago, limit 30s, stale in 26s"));
+}
+
+#[test]
+fn several_cluster_queues_give_chains_sorted_by_name_and_the_worst_verdict() {
+    // Listed out of order; team-c uses a second dispatch check that is not Active.
+    let acs =
+        vec![dispatch_ac(), ac("dispatch-gpu", Some(CONTROLLER), Some(condition("False", Some("Stopped"), None)))];
+    let cqs = vec![
+        cq("team-c", &["dispatch-gpu"]),
+        cq("team-a", &[CHECK]),
+        cq("unrelated", &["provisioning"]),
+        cq("team-b", &["provisioning", CHECK]),
+    ];
+    let facts = GateFacts {
+        cluster_queues: Fetched::Found(cqs.clone()),
+        admission_checks: Fetched::Found(acs.clone()),
+        lease: fresh_lease(),
+    };
+    let report = evaluate(&GateSettings::default(), &facts);
+    let names: Vec<_> = report.chains.iter().map(|c| c.cluster_queue.as_deref().unwrap()).collect();
+    assert_eq!(names, ["team-a", "team-b", "team-c"]);
+    let checks: Vec<_> = report.chains.iter().map(|c| c.admission_check.as_deref().unwrap()).collect();
+    assert_eq!(checks, [CHECK, CHECK, "dispatch-gpu"]);
+    let verdicts: Vec<_> = report.chains.iter().map(|c| c.verdict).collect();
+    assert_eq!(verdicts, [Verdict::Yes, Verdict::Yes, Verdict::No]);
+    assert_eq!(report.verdict, Verdict::No, "no beats yes");
+    assert_eq!(report.dispatch_checks, BTreeSet::from([CHECK.to_string(), "dispatch-gpu".to_string()]));
+
+    // Named ClusterQueues keep the order they were asked for.
+    let report = evaluate(&named_cq(&["team-b", "team-a"]), &facts);
+    let names: Vec<_> = report.chains.iter().map(|c| c.cluster_queue.as_deref().unwrap()).collect();
+    assert_eq!(names, ["team-b", "team-a"]);
+    assert_eq!(report.verdict, Verdict::Yes);
+
+    // No beats Unknown: one ClusterQueue fails, the Lease is forbidden for all.
+    let facts = GateFacts { lease: forbidden(LEASE_RULE), ..facts };
+    let report = evaluate(&GateSettings::default(), &facts);
+    let verdicts: Vec<_> = report.chains.iter().map(|c| c.verdict).collect();
+    assert_eq!(verdicts, [Verdict::Unknown, Verdict::Unknown, Verdict::No]);
+    assert_eq!(report.verdict, Verdict::No);
+
+    // Every source of *unknown* (the Lease, either list) is shared by all chains, so one
+    // report cannot mix yes and unknown chains; with nothing failing, unknown is the verdict.
+    let facts = GateFacts {
+        cluster_queues: Fetched::Found(vec![cq("team-a", &[CHECK]), cq("team-b", &[CHECK])]),
+        admission_checks: Fetched::Found(acs),
+        lease: forbidden(LEASE_RULE),
+    };
+    let report = evaluate(&GateSettings::default(), &facts);
+    assert_eq!(report.chains.iter().map(|c| c.verdict).collect::<Vec<_>>(), [Verdict::Unknown, Verdict::Unknown]);
+    assert_eq!(report.verdict, Verdict::Unknown);
+    assert_eq!(Verdict::worst([Verdict::Yes, report.verdict, Verdict::Yes]), Verdict::Unknown, "unknown beats yes");
+
+    // With the AdmissionCheck list forbidden, a named queue that lists checks is unknown,
+    // while one that lists none is a proven failure, and no beats unknown.
+    let facts = GateFacts {
+        cluster_queues: Fetched::Found(vec![cq("team-a", &[CHECK]), cq("team-b", &[])]),
+        admission_checks: forbidden(AC_RULE),
+        lease: fresh_lease(),
+    };
+    let report = evaluate(&named_cq(&["team-a", "team-b"]), &facts);
+    assert_eq!(report.chains.iter().map(|c| c.verdict).collect::<Vec<_>>(), [Verdict::Unknown, Verdict::No]);
+    assert_eq!(report.verdict, Verdict::No);
+}
+
+#[test]
+fn exactly_twice_the_duration_passes_and_a_microsecond_more_fails() {
+    let at_limit = with_lease(Fetched::Found(lease_renewed(secs(30))));
+    let report = evaluate(&GateSettings::default(), &at_limit);
+    assert_eq!(report.verdict, Verdict::Yes);
+    assert_eq!(report.chains[0].checks[3].outcome, Outcome::Pass);
+    assert!(matches!(
+        report.lease.state,
+        LeaseState::Fresh { stale_in, .. } if stale_in.is_zero()
+    ));
+
+    let past = with_lease(Fetched::Found(lease_renewed(secs(30) + SignedDuration::from_micros(1))));
+    let report = evaluate(&GateSettings::default(), &past);
+    assert_eq!(report.verdict, Verdict::No);
+    let reason = "the admission controller's Lease was last renewed 30s ago, beyond 30s";
+    assert_eq!(report.chains[0].checks[3].outcome, fail(reason));
+    assert_eq!(report.chains[0].reason.as_deref(), Some(reason));
+    assert!(matches!(
+        report.lease.state,
+        LeaseState::Stale { stale_for, .. } if stale_for == SignedDuration::from_micros(1)
+    ));
+
+    // The limit follows the Lease's own duration.
+    let long = with_lease(Fetched::Found(LeaseFacts { duration_seconds: Some(60), ..lease_renewed(secs(120)) }));
+    assert_eq!(evaluate(&GateSettings::default(), &long).verdict, Verdict::Yes);
+    let long = with_lease(Fetched::Found(LeaseFacts { duration_seconds: Some(60), ..lease_renewed(secs(121)) }));
+    assert_eq!(
+        evaluate(&GateSettings::default(), &long).chains[0].reason.as_deref(),
+        Some("the admission controller's Lease was last renewed 2m1s ago, beyond 2m0s")
+    );
+}
+
+#[test]
+fn a_renew_time_in_the_future_passes() {
+    let facts = with_lease(Fetched::Found(lease_renewed(secs(-5))));
+    assert_eq!(evaluate(&GateSettings::default(), &facts).verdict, Verdict::Yes);
+}
+
+/// Without `--admission-check`, dispatch's checks are found through the AdmissionCheck list.
+/// When that list is forbidden nothing can be identified, so "no ClusterQueue lists" is not
+/// proven: the gate cannot be judged, which should be *unknown*, not *no*.
+#[test]
+
+fn admission_check_list_forbidden_in_auto_discovery_is_unknown() {
+    let facts = GateFacts { admission_checks: forbidden(AC_RULE), ..healthy() };
+    let report = evaluate(&GateSettings::default(), &facts);
+    assert_eq!(report.verdict, Verdict::Unknown, "{:#?}", report.chains);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The wire layer: both ClusterQueue shapes become one
+// ---------------------------------------------------------------------------------------------
+
+fn wire_cq(json: &str) -> ClusterQueue {
+    let o: WireClusterQueue = serde_json::from_str(json).unwrap();
+    wire::cluster_queue(&o)
+}
+
+#[test]
+fn v1beta1_cluster_queues_list_checks_in_spec_admission_checks() {
+    let q = wire_cq(
+        r#"{
+            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "kind": "ClusterQueue",
+            "metadata": {"name": "team-a", "uid": "1", "resourceVersion": "7"},
+            "spec": {
+                "namespaceSelector": {},
+                "resourceGroups": [{"coveredResources": ["cpu"], "flavors": []}],
+                "admissionChecks": ["dispatch", "provisioning"]
+            },
+            "status": {"pendingWorkloads": 3}
+        }"#,
+    );
+    assert_eq!(q, cq("team-a", &["dispatch", "provisioning"]));
+}
+
+#[test]
+fn v1beta2_cluster_queues_list_checks_in_the_strategy() {
+    let q = wire_cq(
+        r#"{
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": "team-b"},
+            "spec": {
+                "admissionChecksStrategy": {
+                    "admissionChecks": [
+                        {"name": "dispatch", "onFlavors": ["default"]},
+                        {"name": "provisioning"}
+                    ]
+                }
+            }
+        }"#,
+    );
+    assert_eq!(q, cq("team-b", &["dispatch", "provisioning"]));
+}
+
+#[test]
+fn cluster_queues_without_checks_or_spec_list_none() {
+    for json in [
+        r#"{"metadata": {"name": "q"}, "spec": {}}"#,
+        r#"{"metadata": {"name": "q"}, "spec": {"admissionChecksStrategy": {}}}"#,
+        r#"{"metadata": {"name": "q"}, "spec": {"admissionChecks": []}}"#,
+    ] {
+        assert_eq!(wire_cq(json), cq("q", &[]), "{json}");
+    }
+}
+
+#[test]
+fn both_shapes_judge_alike() {
+    let v1beta1 = wire_cq(r#"{"metadata": {"name": "team-a"}, "spec": {"admissionChecks": ["dispatch"]}}"#);
+    let v1beta2 = wire_cq(
+        r#"{"metadata": {"name": "team-a"},
+            "spec": {"admissionChecksStrategy": {"admissionChecks": [{"name": "dispatch"}]}}}"#,
+    );
+    let judge = |q: ClusterQueue| {
+        let report = evaluate(&GateSettings::default(), &with_cqs(vec![q]));
+        (report.verdict, report.chains[0].checks[0].clone())
+    };
+    let a = judge(v1beta1);
+    assert_eq!(a.0, Verdict::Yes);
+    assert_eq!(a.1.detail, "team-a lists dispatch");
+    assert_eq!(a, judge(v1beta2));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Waiting Workloads
+// ---------------------------------------------------------------------------------------------
+
+fn check_state(name: &str, state: &str, message: &str) -> CheckState {
+    CheckState { name: name.into(), state: state.into(), message: message.into(), last_transition: Some(ago(secs(90))) }
+}
+
+fn workload(ns: &str, name: &str, reserved_in: Option<&str>, checks: Vec<CheckState>) -> Workload {
+    Workload {
+        namespace: ns.into(),
+        name: name.into(),
+        queue_name: Some("user-queue".into()),
+        admitted_in: reserved_in.map(String::from),
+        quota_reserved: reserved_in.is_some(),
+        checks,
+    }
+}
+
+fn scope(all_states: bool) -> WaitingScope {
+    WaitingScope { checks: BTreeSet::from([CHECK.to_string()]), cluster_queues: BTreeSet::new(), all_states }
+}
+
+fn states(rows: &[Waiting]) -> Vec<(String, String, bool)> {
+    rows.iter().map(|w| (w.name.clone(), w.state.clone(), w.quota_reserved)).collect()
+}
+
+#[test]
+fn quota_reserved_and_pending_is_selected() {
+    let w =
+        workload("ml", "train-1", Some("team-a"), vec![check_state(CHECK, "Pending", "waiting for the controller")]);
+    let rows = waiting::select(&w, &scope(false));
+    assert_eq!(
+        rows,
+        [Waiting {
+            namespace: "ml".into(),
+            name: "train-1".into(),
+            cluster_queue: Some("team-a".into()),
+            queue_name: Some("user-queue".into()),
+            check: CHECK.into(),
+            state: "Pending".into(),
+            quota_reserved: true,
+            since: Some(ago(secs(90))),
+            message: "waiting for the controller".into(),
+        }]
+    );
+    assert!(rows[0].is_stalled());
+}
+
+#[test]
+fn ready_is_never_selected_and_other_checks_are_ignored() {
+    let w = workload(
+        "ml",
+        "train-1",
+        Some("team-a"),
+        vec![check_state(CHECK, "Ready", ""), check_state("provisioning", "Pending", "")],
+    );
+    for all in [false, true] {
+        assert_eq!(waiting::select(&w, &scope(all)), [], "all_states={all}");
+    }
+}
+
+#[test]
+fn retry_rejected_and_pending_without_quota_only_with_all_states() {
+    let cases = [(Some("team-a"), "Retry"), (Some("team-a"), "Rejected"), (None, "Pending")];
+    for (reserved, state) in cases {
+        let w = workload("ml", "w", reserved, vec![check_state(CHECK, state, "m")]);
+        assert_eq!(waiting::select(&w, &scope(false)), [], "{state} {reserved:?}");
+        let rows = waiting::select(&w, &scope(true));
+        assert_eq!(states(&rows), [("w".into(), state.into(), reserved.is_some())], "{state} {reserved:?}");
+        assert!(!rows[0].is_stalled(), "{state} {reserved:?}");
+    }
+}
+
+#[test]
+fn every_dispatch_check_of_a_workload_is_an_entry() {
+    let w = workload(
+        "ml",
+        "w",
+        Some("team-a"),
+        vec![check_state("dispatch-gpu", "Pending", ""), check_state(CHECK, "Pending", "")],
+    );
+    let scope =
+        WaitingScope { checks: BTreeSet::from([CHECK.to_string(), "dispatch-gpu".to_string()]), ..scope(false) };
+    let rows = waiting::finish(waiting::select(&w, &scope), &[], &scope);
+    let checks: Vec<_> = rows.iter().map(|r| r.check.as_str()).collect();
+    assert_eq!(checks, [CHECK, "dispatch-gpu"], "sorted by check last");
+}
+
+fn local_queue(ns: &str, name: &str, cq: &str) -> LocalQueue {
+    LocalQueue { namespace: ns.into(), name: name.into(), cluster_queue: cq.into() }
+}
+
+#[test]
+fn the_cluster_queue_comes_through_the_local_queue_without_admission() {
+    let scope = scope(true);
+    let mut w = workload("ml", "w", None, vec![check_state(CHECK, "Pending", "")]);
+    w.queue_name = Some("lq".into());
+    let mut other_ns = w.clone();
+    other_ns.namespace = "web".into();
+    let mut no_queue = w.clone();
+    no_queue.name = "x".into();
+    no_queue.queue_name = None;
+    let rows: Vec<Waiting> = [&w, &other_ns, &no_queue].into_iter().flat_map(|w| waiting::select(w, &scope)).collect();
+    let lqs = [local_queue("ml", "lq", "team-a"), local_queue("web", "other", "team-b")];
+    let rows = waiting::finish(rows, &lqs, &scope);
+    let got: Vec<_> =
+        rows.iter().map(|r| (r.namespace.as_str(), r.name.as_str(), r.cluster_queue.as_deref())).collect();
+    assert_eq!(got, [("ml", "w", Some("team-a")), ("ml", "x", None), ("web", "w", None)]);
+}
+
+#[test]
+fn admission_wins_over_the_local_queue() {
+    let scope = scope(false);
+    let w = workload("ml", "w", Some("team-z"), vec![check_state(CHECK, "Pending", "")]);
+    let rows = waiting::finish(waiting::select(&w, &scope), &[local_queue("ml", "user-queue", "team-a")], &scope);
+    assert_eq!(rows[0].cluster_queue.as_deref(), Some("team-z"));
+}
+
+#[test]
+fn rows_sort_by_namespace_then_name() {
+    let scope = scope(false);
+    let rows: Vec<Waiting> = [("b", "a"), ("a", "z"), ("a", "b"), ("b", "0")]
+        .into_iter()
+        .flat_map(|(ns, name)| {
+            waiting::select(&workload(ns, name, Some("team-a"), vec![check_state(CHECK, "Pending", "")]), &scope)
+        })
+        .collect();
+    let rows = waiting::finish(rows, &[], &scope);
+    let got: Vec<_> = rows.iter().map(|r| (r.namespace.as_str(), r.name.as_str())).collect();
+    assert_eq!(got, [("a", "b"), ("a", "z"), ("b", "0"), ("b", "a")]);
+}
+
+#[test]
+fn cluster_queue_filter_keeps_only_named_queues() {
+    let scope = WaitingScope { cluster_queues: BTreeSet::from(["team-a".to_string()]), ..scope(true) };
+    let mut through_lq = workload("ml", "via-lq", None, vec![check_state(CHECK, "Pending", "")]);
+    through_lq.queue_name = Some("lq".into());
+    let mut unresolved = through_lq.clone();
+    unresolved.name = "unresolved".into();
+    unresolved.queue_name = Some("nope".into());
+    let workloads = [
+        workload("ml", "in-a", Some("team-a"), vec![check_state(CHECK, "Pending", "")]),
+        workload("ml", "in-b", Some("team-b"), vec![check_state(CHECK, "Pending", "")]),
+        through_lq,
+        unresolved,
+    ];
+    let rows: Vec<Waiting> = workloads.iter().flat_map(|w| waiting::select(w, &scope)).collect();
+    let rows = waiting::finish(rows, &[local_queue("ml", "lq", "team-a")], &scope);
+    let names: Vec<_> = rows.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["in-a", "via-lq"]);
+}

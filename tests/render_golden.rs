@@ -1,0 +1,453 @@
+//! Golden files of every output format, for the `gate` and `lease` verbs.
+//!
+//! Each report is built through the public API (facts → `gate::evaluate` / `lease::assess`,
+//! Workloads → `waiting::select` / `finish`) at a fixed instant, rendered into a buffer, and
+//! compared with `tests/golden/<report>[-<format>].<ext>`. On a mismatch the test prints a line
+//! diff and fails. With `UPDATE_GOLDEN=1` it rewrites the files instead (and passes):
+//!
+//! ```text
+//! UPDATE_GOLDEN=1 cargo test --test render_golden
+//! ```
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kubectl_dispatch::cli::Format;
+use kubectl_dispatch::core::fetched::{Denied, Fetched};
+use kubectl_dispatch::core::gate::{self, GateFacts, GateSettings};
+use kubectl_dispatch::core::kueue::{AdmissionCheck, CheckState, ClusterQueue, Condition, LocalQueue, Workload};
+use kubectl_dispatch::core::lease::{self, LeaseFacts, LeaseRef};
+use kubectl_dispatch::core::waiting::{self, WaitingScope};
+use kubectl_dispatch::render::sanitize::escape;
+use kubectl_dispatch::render::{self, Style};
+use kubectl_dispatch::report::{GateRun, LeaseRun};
+use kubectl_dispatch::settings::Output;
+
+// ---------------------------------------------------------------------------------------------
+// Fixed facts
+// ---------------------------------------------------------------------------------------------
+
+const CONTROLLER: &str = "dispatch-admission";
+const CHECK: &str = "dispatch";
+const HOLDER: &str = "dispatch-admission-7d9f8c6b5-x2kqp_6f1e0c4a";
+const LEASE_RULE: &str = "get leases.coordination.k8s.io \"dispatch-admission\" in namespace dispatch-system";
+
+fn now() -> Timestamp {
+    "2026-11-30T12:00:00Z".parse().unwrap()
+}
+
+fn ago(secs: i64, micros: i64) -> Timestamp {
+    now() - SignedDuration::from_secs(secs) - SignedDuration::from_micros(micros)
+}
+
+fn cq(name: &str, checks: &[&str]) -> ClusterQueue {
+    ClusterQueue { name: name.into(), admission_checks: checks.iter().map(|c| c.to_string()).collect() }
+}
+
+fn ac(name: &str, status: &str, reason: &str, message: &str) -> AdmissionCheck {
+    AdmissionCheck {
+        name: name.into(),
+        controller_name: Some(CONTROLLER.into()),
+        active: Some(Condition {
+            status: status.into(),
+            reason: Some(reason.into()),
+            message: Some(message.into()),
+            last_transition: Some(ago(86_400, 0)),
+        }),
+    }
+}
+
+fn dispatch_ac() -> AdmissionCheck {
+    ac(CHECK, "True", "Active", "the dispatch admission controller is ready")
+}
+
+/// The controller's Lease, renewed `secs.micros` ago, with the default 15 s duration.
+fn lease_facts(secs: i64, micros: i64) -> LeaseFacts {
+    LeaseFacts {
+        holder: Some(HOLDER.into()),
+        renew_time: Some(ago(secs, micros)),
+        acquire_time: Some(ago(3 * 3600 + 12 * 60, 517_000)),
+        duration_seconds: Some(15),
+        transitions: Some(2),
+    }
+}
+
+fn forbidden<T>(rule: &str) -> Fetched<T> {
+    Fetched::Forbidden(Denied { rule: rule.into() })
+}
+
+fn healthy_facts() -> GateFacts {
+    GateFacts {
+        cluster_queues: Fetched::Found(vec![cq("team-a", &[CHECK]), cq("batch", &[])]),
+        admission_checks: Fetched::Found(vec![dispatch_ac()]),
+        lease: Fetched::Found(lease_facts(4, 250_000)),
+    }
+}
+
+fn stale_facts() -> GateFacts {
+    GateFacts { lease: Fetched::Found(lease_facts(3 * 60 + 7, 400_000)), ..healthy_facts() }
+}
+
+fn check(state: &str, message: &str, since_secs: i64) -> CheckState {
+    CheckState {
+        name: CHECK.into(),
+        state: state.into(),
+        message: message.into(),
+        last_transition: Some(ago(since_secs, 0)),
+    }
+}
+
+/// A Workload; with `reserved_in` it has reserved quota in that ClusterQueue.
+fn workload(ns: &str, name: &str, reserved_in: Option<&str>, check: CheckState) -> Workload {
+    Workload {
+        namespace: ns.into(),
+        name: name.into(),
+        queue_name: Some("user-queue".into()),
+        admitted_in: reserved_in.map(String::from),
+        quota_reserved: reserved_in.is_some(),
+        checks: vec![check],
+    }
+}
+
+/// A message long enough to be cut in the table, with an ANSI escape and a second line.
+const LONG_MESSAGE: &str = "\u{1b}[31mwaiting for dispatch\u{1b}[0m to place the workload on a member cluster with free nvidia.com/gpu capacity\nlast attempt: no cluster matched";
+
+/// Two Workloads: one reserved and Pending with a long hostile message; one Pending before
+/// quota, whose ClusterQueue is known only through its LocalQueue.
+fn two_waiting() -> Vec<Workload> {
+    vec![
+        workload("ml", "train-llama-7b-x9k2", Some("team-a"), check("Pending", LONG_MESSAGE, 5 * 60 + 12)),
+        workload("ml", "eval-small-4hq7", None, check("Pending", "queued\nwaiting for quota", 42)),
+    ]
+}
+
+fn local_queues() -> Vec<LocalQueue> {
+    vec![LocalQueue { namespace: "ml".into(), name: "user-queue".into(), cluster_queue: "team-a".into() }]
+}
+
+struct GateInput {
+    settings: GateSettings,
+    facts: GateFacts,
+    workloads: Fetched<Vec<Workload>>,
+    all_states: bool,
+    namespace: Option<&'static str>,
+    warnings: Vec<String>,
+}
+
+impl GateInput {
+    fn new(facts: GateFacts, workloads: Vec<Workload>) -> Self {
+        GateInput {
+            settings: GateSettings::default(),
+            facts,
+            workloads: Fetched::Found(workloads),
+            all_states: false,
+            namespace: Some("ml"),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// What `gate` does with the facts, minus the I/O.
+    fn run(self) -> GateRun {
+        let report = gate::evaluate(&self.settings, &self.facts, now());
+        let scope = WaitingScope {
+            checks: report.dispatch_checks.clone(),
+            cluster_queues: self.settings.cluster_queues.iter().cloned().collect(),
+            all_states: self.all_states,
+        };
+        let waiting = self.workloads.map(|ws| {
+            let rows = ws.iter().flat_map(|w| waiting::select(w, &scope)).collect();
+            waiting::finish(rows, &local_queues(), &scope)
+        });
+        GateRun { report, waiting, namespace: self.namespace.map(String::from), warnings: self.warnings, now: now() }
+    }
+}
+
+fn lease_run(fetched: Fetched<LeaseFacts>, warnings: Vec<String>) -> LeaseRun {
+    LeaseRun { assessment: lease::assess(&LeaseRef::default(), &fetched, now()), warnings, now: now() }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Golden comparison
+// ---------------------------------------------------------------------------------------------
+
+/// Every format, with the file suffix it is kept under.
+const FORMATS: &[(&str, Format, bool)] = &[
+    (".txt", Format::Table, false),
+    ("-wide.txt", Format::Wide, false),
+    ("-no-headers.txt", Format::Table, true),
+    (".json", Format::Json, false),
+    (".yaml", Format::Yaml, false),
+];
+
+fn golden_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
+}
+
+fn updating() -> bool {
+    std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1")
+}
+
+/// Compares `got` with the golden file (or rewrites it); returns a description on mismatch.
+fn compare(file: &str, got: &str) -> Option<String> {
+    let path = golden_dir().join(file);
+    if updating() {
+        std::fs::create_dir_all(golden_dir()).unwrap();
+        std::fs::write(&path, got).unwrap();
+        return None;
+    }
+    let want = match std::fs::read_to_string(&path) {
+        Ok(want) => want,
+        Err(e) => {
+            return Some(format!("{}: {e} (run with UPDATE_GOLDEN=1 to create it)\n", path.display()));
+        }
+    };
+    (want != got).then(|| format!("--- {} (golden)\n+++ rendered\n{}", path.display(), diff(&want, got)))
+}
+
+/// A line diff from the longest common subsequence: ` ` kept, `-` golden only, `+` rendered
+/// only. Control characters are escaped so the diff itself cannot act on the terminal.
+fn diff(want: &str, got: &str) -> String {
+    let a: Vec<&str> = want.split_inclusive('\n').collect();
+    let b: Vec<&str> = got.split_inclusive('\n').collect();
+    // lcs[i][j]: the LCS length of a[i..] and b[j..].
+    let mut lcs = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            lcs[i][j] = if a[i] == b[j] { lcs[i + 1][j + 1] + 1 } else { lcs[i + 1][j].max(lcs[i][j + 1]) };
+        }
+    }
+    let mut out = String::new();
+    let line = |out: &mut String, mark: char, n: usize, text: &str| {
+        let (body, newline) = match text.strip_suffix('\n') {
+            Some(body) => (body, ""),
+            None => (text, "  (no newline at end)"),
+        };
+        let _ = writeln!(out, "{mark}{n:>4} | {}{newline}", escape(body));
+    };
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        if i < a.len() && j < b.len() && a[i] == b[j] {
+            line(&mut out, ' ', i + 1, a[i]);
+            i += 1;
+            j += 1;
+        } else if i < a.len() && (j == b.len() || lcs[i + 1][j] >= lcs[i][j + 1]) {
+            line(&mut out, '-', i + 1, a[i]);
+            i += 1;
+        } else {
+            line(&mut out, '+', j + 1, b[j]);
+            j += 1;
+        }
+    }
+    out
+}
+
+fn check_all(name: &str, mut render: impl FnMut(Output, &mut Vec<u8>)) {
+    let mut failures = String::new();
+    let (mut json, mut yaml) = (None, None);
+    for (suffix, format, no_headers) in FORMATS {
+        let mut buf = Vec::new();
+        render(Output { format: *format, no_headers: *no_headers }, &mut buf);
+        let text = String::from_utf8(buf).expect("output is UTF-8");
+        if let Some(mismatch) = compare(&format!("{name}{suffix}"), &text) {
+            failures.push_str(&mismatch);
+            failures.push('\n');
+        }
+        match format {
+            Format::Json => json = Some(text),
+            Format::Yaml => yaml = Some(text),
+            _ => {}
+        }
+    }
+    // The YAML (with its folded and escaped scalars) must read back as the same document.
+    let json: serde_json::Value = serde_json::from_str(&json.unwrap()).unwrap();
+    let yaml: serde_json::Value = serde_saphyr::from_str(&yaml.unwrap()).unwrap();
+    assert_eq!(yaml, json, "{name}: -o yaml and -o json disagree");
+    assert!(
+        failures.is_empty(),
+        "rendered output differs from the golden files (UPDATE_GOLDEN=1 rewrites them):\n{failures}"
+    );
+}
+
+fn gate_golden(name: &str, input: GateInput) {
+    let run = input.run();
+    check_all(name, |output, buf| render::gate::render(&run, output, Style::default(), buf).unwrap());
+}
+
+fn lease_golden(name: &str, run: LeaseRun) {
+    check_all(name, |output, buf| render::lease::render(&run, output, buf).unwrap());
+}
+
+// ---------------------------------------------------------------------------------------------
+// gate
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn gate_healthy() {
+    gate_golden("gate-healthy", GateInput { all_states: true, ..GateInput::new(healthy_facts(), two_waiting()) });
+}
+
+#[test]
+fn gate_stale() {
+    let mut workloads = two_waiting();
+    workloads.push(workload("web", "render-frames-0", Some("team-a"), check("Pending", "", 3 * 60 + 1)));
+    gate_golden("gate-stale", GateInput { namespace: None, ..GateInput::new(stale_facts(), workloads) });
+}
+
+#[test]
+fn gate_lease_forbidden() {
+    gate_golden(
+        "gate-lease-forbidden",
+        GateInput::new(
+            GateFacts { lease: forbidden(LEASE_RULE), ..healthy_facts() },
+            vec![workload(
+                "ml",
+                "train-llama-7b-x9k2",
+                Some("team-a"),
+                check("Pending", "waiting for the admission controller", 75),
+            )],
+        ),
+    );
+}
+
+#[test]
+fn gate_several_cluster_queues() {
+    let facts = GateFacts {
+        cluster_queues: Fetched::Found(vec![
+            cq("team-gpu", &["dispatch-gpu"]),
+            cq("team-a", &[CHECK]),
+            cq("batch", &["provisioning"]),
+            cq("team-b", &["provisioning", CHECK]),
+        ]),
+        admission_checks: Fetched::Found(vec![
+            dispatch_ac(),
+            ac("dispatch-gpu", "False", "ControllerNotReady", "no member cluster offers nvidia.com/gpu"),
+            AdmissionCheck {
+                name: "provisioning".into(),
+                controller_name: Some("kueue.x-k8s.io/provisioning-request".into()),
+                active: None,
+            },
+        ]),
+        lease: Fetched::Found(lease_facts(9, 0)),
+    };
+    let mut gpu = workload("ml", "finetune-gpu-2", Some("team-gpu"), check("Pending", "", 20 * 60));
+    gpu.checks[0].name = "dispatch-gpu".into();
+    gate_golden("gate-several", GateInput::new(facts, vec![gpu]));
+}
+
+#[test]
+fn gate_lease_missing() {
+    gate_golden(
+        "gate-lease-missing",
+        GateInput {
+            workloads: forbidden("list workloads.kueue.x-k8s.io in namespace ml"),
+            warnings: vec![
+                "cannot show waiting Workloads: missing RBAC: list workloads.kueue.x-k8s.io in namespace ml".into(),
+            ],
+            ..GateInput::new(GateFacts { lease: Fetched::Missing, ..healthy_facts() }, vec![])
+        },
+    );
+}
+
+#[test]
+fn gate_no_cluster_queue_lists_the_check() {
+    gate_golden(
+        "gate-not-listed",
+        GateInput::new(GateFacts { cluster_queues: Fetched::Found(vec![cq("batch", &[])]), ..healthy_facts() }, vec![]),
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// lease
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn lease_fresh() {
+    lease_golden("lease-fresh", lease_run(Fetched::Found(lease_facts(4, 250_000)), vec![]));
+}
+
+#[test]
+fn lease_stale() {
+    lease_golden(
+        "lease-stale",
+        lease_run(
+            Fetched::Found(lease_facts(3 * 60 + 7, 400_000)),
+            vec!["this machine's clock is about 3s ahead of the API server's; Lease ages are measured with this machine's clock".into()],
+        ),
+    );
+}
+
+#[test]
+fn lease_forbidden() {
+    lease_golden("lease-forbidden", lease_run(forbidden(LEASE_RULE), vec![]));
+}
+
+#[test]
+fn lease_missing() {
+    lease_golden("lease-missing", lease_run(Fetched::Missing, vec![]));
+}
+
+#[test]
+fn lease_released() {
+    // client-go's release: holder "" and leaseDurationSeconds 1.
+    lease_golden(
+        "lease-no-holder",
+        lease_run(
+            Fetched::Found(LeaseFacts { holder: Some(String::new()), duration_seconds: Some(1), ..lease_facts(12, 0) }),
+            vec![],
+        ),
+    );
+}
+
+#[test]
+fn lease_never_renewed() {
+    lease_golden(
+        "lease-never-renewed",
+        lease_run(
+            Fetched::Found(LeaseFacts { renew_time: None, acquire_time: None, transitions: None, ..lease_facts(0, 0) }),
+            vec![],
+        ),
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The harness itself
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn the_diff_marks_changed_lines() {
+    let d = diff("a\nb\nc\n", "a\nB\nc\nd");
+    assert_eq!(d, "    1 | a\n-   2 | b\n+   2 | B\n    3 | c\n+   4 | d  (no newline at end)\n");
+    assert_eq!(diff("x\u{1b}\n", "y\n"), "-   1 | x\\u{1b}\n+   1 | y\n");
+}
+
+#[test]
+fn every_golden_file_is_rendered_by_a_test() {
+    if updating() {
+        return;
+    }
+    let names = [
+        "gate-healthy",
+        "gate-stale",
+        "gate-lease-forbidden",
+        "gate-several",
+        "gate-lease-missing",
+        "gate-not-listed",
+        "lease-fresh",
+        "lease-stale",
+        "lease-forbidden",
+        "lease-missing",
+        "lease-no-holder",
+        "lease-never-renewed",
+    ];
+    let expected: BTreeSet<String> =
+        names.iter().flat_map(|n| FORMATS.iter().map(move |(suffix, ..)| format!("{n}{suffix}"))).collect();
+    let present: BTreeSet<String> = std::fs::read_dir(golden_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let stray: Vec<_> = present.difference(&expected).collect();
+    let missing: Vec<_> = expected.difference(&present).collect();
+    assert!(stray.is_empty() && missing.is_empty(), "stray golden files: {stray:?}; missing: {missing:?}");
+}
