@@ -264,3 +264,62 @@ fn a_closed_stdout_ends_quietly() {
     child.wait().unwrap();
     assert_eq!(stderr, "", "a closed pipe printed something");
 }
+
+#[test]
+fn kubeconfig_lists_merge_like_kubectl_and_flags_pick_the_entries() {
+    let c = Cluster::shared();
+    let s = Scenario::new("merge");
+    c.apply(&s.healthy_yaml());
+    let dir = std::env::temp_dir().join(support::unique("dispatch-merge"));
+    std::fs::create_dir_all(&dir).unwrap();
+    // The first file to set current-context wins; a missing file in the list is ignored.
+    let first = dir.join("first");
+    std::fs::write(&first, "apiVersion: v1\nkind: Config\ncurrent-context: no-lease\n").unwrap();
+    let list = format!("{}:{}:{}", dir.join("missing").display(), first.display(), c.kubeconfig());
+    let run = |extra: &[&str]| {
+        let mut args = vec!["dispatch"];
+        args.extend(s.args("gate", extra));
+        Run::from(c.command("kubectl", &args).env("KUBECONFIG", &list).output().unwrap())
+    };
+    let merged = run(&["-v", "1"]);
+    merged.expect_code(4);
+    assert!(merged.stderr.contains("I context no-lease, server https://127.0.0.1:"), "{}", merged.stderr);
+    run(&["--context", "admin"]).expect_code(0);
+    // --user picks another credential for the same context.
+    run(&["--context", "admin", "--user", "no-lease"]).expect_code(4);
+    // Impersonation, as admin.
+    run(&["--context", "admin", "--as", "no-lease"]).expect_code(4);
+    run(&["--context", "admin", "--as", "someone", "--as-group", "system:masters"]).expect_code(0);
+    let unknown_cluster = run(&["--context", "admin", "--cluster", "nope"]);
+    assert_one_error(&unknown_cluster, "error: invalid kubeconfig: ");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_lease_verb_reports_each_status() {
+    let c = Cluster::shared();
+    let s = Scenario::new("leaseverb");
+    c.apply(&s.healthy_yaml());
+    let fresh = c.dispatch(&s.args("lease", &["-o", "json"]));
+    fresh.expect_code(0);
+    let json = fresh.json();
+    assert_eq!(json["kind"], "LeaseReport");
+    assert_eq!(json["lease"]["status"], "fresh");
+    assert_eq!(json["lease"]["leaseDurationSeconds"], 15);
+    assert_eq!(json["lease"]["leaseTransitions"], 2);
+    let forbidden = c.dispatch(&s.args("lease", &["--context", "no-lease", "--no-headers"]));
+    forbidden.expect_code(4);
+    let cells: Vec<&str> = forbidden.stdout.split_whitespace().collect();
+    assert_eq!(cells, vec![s.lease.as_str(), "<none>", "<none>", "<none>", "<none>", "forbidden", "<none>", "<none>"]);
+    c.kubectl_ok(&["delete", "lease", "-n", &s.lease_ns, &s.lease_name], None);
+    let missing = c.dispatch(&s.args("lease", &["-o", "wide"]));
+    missing.expect_code(3);
+    assert!(
+        missing.lines()[1].ends_with(&format!(
+            "missing   <none>        <none>     <none>       <none>         Lease {} does not exist",
+            s.lease
+        )),
+        "{}",
+        missing.stdout
+    );
+}
