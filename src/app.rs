@@ -9,9 +9,11 @@ use crate::exit::Exit;
 use crate::settings::{Invocation, Verb};
 
 pub async fn run(inv: &Invocation, deps: &mut Deps<'_>) -> Result<Exit, Error> {
-    let conn = connect::connect(&inv.connection, inv.timeout, deps.log).await?;
+    // Live modes wait on long watches: only the connection and each request start are bounded.
+    let live = matches!(inv.verb, Verb::Gate { live: Some(_), .. } | Verb::Lease { watch: Some(_), .. });
+    let conn = connect::connect(&inv.connection, inv.timeout, live, deps.log).await?;
     match &inv.verb {
-        Verb::Gate { settings, output, all_states } => {
+        Verb::Gate { settings, output, all_states, live } => {
             let opts = GateOptions {
                 settings,
                 output: *output,
@@ -19,8 +21,14 @@ pub async fn run(inv: &Invocation, deps: &mut Deps<'_>) -> Result<Exit, Error> {
                 all_namespaces: inv.connection.all_namespaces,
                 timeout: inv.timeout,
             };
-            gate::run(&conn, &opts, deps).await
+            match live {
+                None => gate::run(&conn, &opts, deps).await,
+                Some(live) => crate::commands::gate_watch::run(&conn, &opts, *live, deps).await,
+            }
         }
-        Verb::Lease { lease, output } => lease::run(&conn, lease, *output, inv.timeout, deps).await,
+        Verb::Lease { lease, output, watch: None } => lease::run(&conn, lease, *output, inv.timeout, deps).await,
+        Verb::Lease { lease, output, watch: Some(watch) } => {
+            crate::commands::lease_watch::run(&conn, lease, *output, *watch, deps).await
+        }
     }
 }

@@ -137,6 +137,18 @@ pub struct GateArgs {
     /// Also show Workloads at dispatch's check in Retry, Rejected, or Pending before quota
     #[arg(long)]
     pub all_states: bool,
+
+    /// Follow the gate: print the chain again when the verdict or its reason changes
+    #[arg(short = 'w', long, conflicts_with = "wait")]
+    pub watch: bool,
+
+    /// Wait until ReadmissionGate is yes (exit 0); on --timeout, exit with the last verdict's code
+    #[arg(long)]
+    pub wait: bool,
+
+    /// Give up waiting or watching after this long (e.g. 5m); default: never
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -146,4 +158,31 @@ pub struct LeaseArgs {
 
     #[command(flatten)]
     pub output: OutputArgs,
+
+    /// Follow the Lease live: a row for each renewal, takeover, deletion, and the moment it goes stale
+    #[arg(short = 'w', long)]
+    pub watch: bool,
+
+    /// With --watch, hide renewals that change nothing else (slow ones are still shown)
+    #[arg(long, requires = "watch")]
+    pub changes_only: bool,
+
+    /// With --watch, exit 0 as soon as this happens
+    #[arg(long, value_enum, requires = "watch", value_name = "CONDITION")]
+    pub until: Option<Until>,
+
+    /// Give up watching after this long (e.g. 2m); default: never
+    #[arg(long, value_name = "DURATION", requires = "watch")]
+    pub timeout: Option<String>,
+}
+
+/// What `lease --watch --until` waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Until {
+    /// The Lease is a live heartbeat
+    Fresh,
+    /// The Lease is not a live heartbeat (stale, no holder, never renewed, or missing)
+    Stale,
+    /// Another holder takes the Lease
+    HolderChange,
 }

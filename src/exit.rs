@@ -16,6 +16,8 @@ pub enum Exit {
     No,
     /// Unknown: a read that decides was forbidden.
     Unknown,
+    /// `lease --watch --until stale|holder-change` reached its `--timeout` first.
+    TimedOut,
 }
 
 impl Exit {
@@ -26,6 +28,7 @@ impl Exit {
             Exit::Usage => 2,
             Exit::No => 3,
             Exit::Unknown => 4,
+            Exit::TimedOut => 5,
         }
     }
 }
@@ -47,7 +50,9 @@ Exit codes:
   1  could not evaluate (an error; one line on stderr)
   2  usage error
   3  gate no, or Lease not fresh
-  4  unknown: a read that decides was forbidden";
+  4  unknown: a read that decides was forbidden
+  5  lease --until stale|holder-change: --timeout came first
+     (gate --wait and lease --until fresh end on --timeout with the last state's code)";
 
 #[cfg(test)]
 mod tests {
@@ -60,6 +65,7 @@ mod tests {
         assert_eq!(Exit::Usage.code(), 2);
         assert_eq!(Exit::No.code(), 3);
         assert_eq!(Exit::Unknown.code(), 4);
+        assert_eq!(Exit::TimedOut.code(), 5);
         assert_eq!(Exit::from(Verdict::Unknown), Exit::Unknown);
         assert_eq!(Exit::from(Verdict::No), Exit::No);
     }

@@ -21,8 +21,23 @@ pub struct Invocation {
 
 #[derive(Debug, Clone)]
 pub enum Verb {
-    Gate { settings: GateSettings, output: Output, all_states: bool },
-    Lease { lease: LeaseRef, output: Output },
+    Gate { settings: GateSettings, output: Output, all_states: bool, live: Option<GateLive> },
+    Lease { lease: LeaseRef, output: Output, watch: Option<LeaseWatch> },
+}
+
+/// `gate --watch` or `gate --wait`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GateLive {
+    pub wait: bool,
+    pub timeout: Option<Duration>,
+}
+
+/// `lease --watch`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseWatch {
+    pub changes_only: bool,
+    pub until: Option<crate::cli::Until>,
+    pub timeout: Option<Duration>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,10 +59,24 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
             settings: gate_settings(&args.target)?,
             output: (&args.output).into(),
             all_states: args.all_states,
+            live: (args.watch || args.wait)
+                .then(|| Ok::<_, Error>(GateLive { wait: args.wait, timeout: wait_timeout(args.timeout.as_deref())? }))
+                .transpose()?,
         },
-        Command::Lease(args) => {
-            Verb::Lease { lease: gate_settings(&args.target)?.lease, output: (&args.output).into() }
-        }
+        Command::Lease(args) => Verb::Lease {
+            lease: gate_settings(&args.target)?.lease,
+            output: (&args.output).into(),
+            watch: args
+                .watch
+                .then(|| {
+                    Ok::<_, Error>(LeaseWatch {
+                        changes_only: args.changes_only,
+                        until: args.until,
+                        timeout: wait_timeout(args.timeout.as_deref())?,
+                    })
+                })
+                .transpose()?,
+        },
     };
     Ok(Invocation { connection: cli.connection, timeout, verb })
 }
@@ -105,6 +134,16 @@ fn read_config(path: &Path) -> Result<KueueConfig, Error> {
 
 fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or_default().to_string()
+}
+
+/// `--timeout` of the live modes: a duration, or seconds; none means wait for ever.
+fn wait_timeout(text: Option<&str>) -> Result<Option<Duration>, Error> {
+    match text {
+        None => Ok(None),
+        Some(t) => parse_timeout(t).map_err(|_| {
+            Error::Usage(format!("invalid --timeout {t:?}: use a whole number of seconds, or a duration such as 2m"))
+        }),
+    }
 }
 
 /// kubectl's `--request-timeout`: a bare integer is seconds, anything else a Go duration

@@ -29,6 +29,7 @@ pub struct Connection {
 pub async fn connect(
     args: &ConnectionArgs,
     timeout: Option<Duration>,
+    live: bool,
     log: &crate::log::Log,
 ) -> Result<Connection, Error> {
     let (mut config, context) = load_config(args).await?;
@@ -46,7 +47,9 @@ pub async fn connect(
     if let Some(t) = timeout {
         let margin = t + std::time::Duration::from_secs(1);
         config.connect_timeout = Some(margin.min(config.connect_timeout.unwrap_or(margin)));
-        config.read_timeout = Some(margin);
+        // A watch may be quiet for minutes (a Lease nobody renews sends nothing): no read
+        // timeout there; kube's watcher restarts quiet watches itself.
+        config.read_timeout = (!live).then_some(margin);
     }
     config.headers.push((USER_AGENT, HeaderValue::from_static(AGENT)));
     let server = config.cluster_url.to_string().trim_end_matches('/').to_string();

@@ -4,4 +4,5 @@
 pub mod connect;
 pub mod failure;
 pub mod fetch;
+pub mod watch;
 pub mod wire;

@@ -1,7 +1,9 @@
 //! One module per verb: fetch the facts, evaluate them with the pure core at one `now`, render.
 
 pub mod gate;
+pub mod gate_watch;
 pub mod lease;
+pub mod lease_watch;
 
 use std::io::Write;
 
@@ -28,5 +30,28 @@ pub async fn bounded<T>(
         Some(t) => tokio::time::timeout(t, work)
             .await
             .unwrap_or_else(|_| Err(crate::error::Error::Timeout { server: server.to_string(), timeout: t })),
+    }
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn shutdown() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }

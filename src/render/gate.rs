@@ -50,7 +50,7 @@ fn text(run: &GateRun, output: Output, style: Style, out: &mut dyn Write) -> io:
     Ok(())
 }
 
-fn chain_block(chain: &Chain, lease: &str, no_headers: bool, style: Style, out: &mut dyn Write) -> io::Result<()> {
+pub fn chain_block(chain: &Chain, lease: &str, no_headers: bool, style: Style, out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
         "ClusterQueue {}, AdmissionCheck {}, Lease {}",

@@ -5,18 +5,22 @@ pub mod lease;
 pub mod sanitize;
 pub mod structured;
 pub mod table;
+pub mod watch;
 
 /// Whether to colour the verdict: only on a terminal, and never with NO_COLOR set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Style {
     pub color: bool,
+    /// stdout is a terminal: live modes keep a ticking status line.
+    pub live: bool,
 }
 
 impl Style {
     pub fn detect() -> Style {
         use std::io::IsTerminal;
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        Style { color: !no_color && std::io::stdout().is_terminal() }
+        let tty = std::io::stdout().is_terminal();
+        Style { color: !no_color && tty, live: tty }
     }
 
     /// Paints a verdict or status word: green when good, red when bad, yellow when unknown.

@@ -1,0 +1,191 @@
+//! `kubectl dispatch lease --watch`: one watch on the one Lease, plus a timer set for the
+//! moment it goes stale. A Lease nobody renews sends no events, so the timer, not the server,
+//! reports "stale". Faults (a closed watch, 410, an apiserver restart, a lost connection, a
+//! forbidden watch) are survived: kube's watcher reconnects, with a capped backoff.
+
+use std::future::Future;
+use std::io::Write;
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use k8s_openapi::jiff::Timestamp;
+use tokio::time::Instant;
+
+use super::Deps;
+use crate::cli::{Format, Until};
+use crate::cluster::connect::Connection;
+use crate::cluster::watch::{self, LeaseUpdate};
+use crate::core::heartbeat::{Change, Observation, Tracker};
+use crate::core::lease::{LeaseRef, LeaseState};
+use crate::error::Error;
+use crate::exit::Exit;
+use crate::render::watch::{Columns, change_doc, status_line, summary};
+use crate::settings::{LeaseWatch, Output};
+
+pub async fn run(
+    conn: &Connection,
+    lease: &LeaseRef,
+    output: Output,
+    opts: LeaseWatch,
+    deps: &mut Deps<'_>,
+) -> Result<Exit, Error> {
+    let updates = watch::lease(conn, lease);
+    let live_line = deps.style.live;
+    match follow(updates, lease, output, opts, live_line, super::shutdown(), deps).await {
+        // Nobody reads any more (`| head`): that ends a watch, quietly and successfully.
+        Err(Error::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(Exit::Yes),
+        other => other,
+    }
+}
+
+/// The watch loop, over any stream of updates (kube's watcher in the product, a script in
+/// tests) and any shutdown signal. Ends on shutdown, on `--until`, on `--timeout`, or when
+/// stdout is closed.
+pub async fn follow(
+    updates: impl Stream<Item = LeaseUpdate>,
+    lease: &LeaseRef,
+    output: Output,
+    opts: LeaseWatch,
+    live_line: bool,
+    shutdown: impl Future<Output = ()>,
+    deps: &mut Deps<'_>,
+) -> Result<Exit, Error> {
+    let mut updates = std::pin::pin!(updates);
+    let mut shutdown = std::pin::pin!(shutdown);
+    let mut tracker = Tracker::new(lease.clone(), opts.changes_only);
+    let mut view = View { columns: Columns::default(), output, live_line, line_shown: false };
+    let mut outage = false;
+    let give_up = opts.timeout.map(|t| Instant::now() + t);
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+
+    let end = loop {
+        let now = deps.clock.now();
+        let stale_at = tracker.deadline(now).map(|d| Instant::now() + until(now, d));
+        let observation = tokio::select! {
+            biased;
+            _ = &mut shutdown => break Ok(Exit::Yes),
+            _ = sleep_opt(give_up) => break Ok(timed_out(&tracker, opts.until, deps.clock.now())),
+            _ = sleep_opt(stale_at) => Observation::Tick,
+            update = updates.next() => match update {
+                None => break Ok(Exit::Yes),
+                Some(LeaseUpdate::Interrupted(cause)) => {
+                    if !outage {
+                        outage = true;
+                        view.clear(deps.out)?;
+                        let _ = writeln!(deps.err, "watch interrupted: {cause}; reconnecting");
+                    }
+                    continue;
+                }
+                Some(LeaseUpdate::Lease(facts)) => {
+                    if std::mem::take(&mut outage) {
+                        view.clear(deps.out)?;
+                        let _ = writeln!(deps.err, "watch resumed");
+                    }
+                    Observation::Lease(facts)
+                }
+                Some(LeaseUpdate::Forbidden(rule)) => Observation::Forbidden(rule),
+            },
+            _ = tick.tick(), if live_line => {
+                view.status(&tracker, deps.clock.now(), deps.out)?;
+                continue;
+            }
+        };
+        let now = deps.clock.now();
+        for change in tracker.observe(observation, now) {
+            view.change(&change, &tracker, deps.out)?;
+        }
+        if opts.until.is_some_and(|u| reached(u, &tracker, now)) {
+            break Ok(Exit::Yes);
+        }
+        view.status(&tracker, now, deps.out)?;
+    };
+    view.finish(&tracker, deps.out)?;
+    end
+}
+
+/// The non-negative time from `now` to `deadline`.
+fn until(now: Timestamp, deadline: Timestamp) -> Duration {
+    Duration::try_from(deadline.duration_since(now)).unwrap_or(Duration::ZERO)
+}
+
+async fn sleep_opt(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn reached(until: Until, tracker: &Tracker, now: Timestamp) -> bool {
+    let state = tracker.assess(now).map(|a| a.state);
+    match until {
+        Until::Fresh => matches!(state, Some(LeaseState::Fresh { .. })),
+        Until::Stale => {
+            matches!(state, Some(s) if !matches!(s, LeaseState::Fresh { .. } | LeaseState::Forbidden { .. }))
+        }
+        Until::HolderChange => tracker.took_over,
+    }
+}
+
+/// `--timeout` ran out. Waiting for a fresh Lease ends with the last state's one-shot code
+/// (3 not fresh, 4 unknown); waiting for stale or a holder change ends with 5, since the last
+/// state's code (0, fresh) would read as success. A plain watch just ends.
+fn timed_out(tracker: &Tracker, until: Option<Until>, now: Timestamp) -> Exit {
+    match until {
+        None => Exit::Yes,
+        Some(Until::Fresh) => tracker.assess(now).map(|a| Exit::from(a.state.verdict())).unwrap_or(Exit::Unknown),
+        Some(_) => Exit::TimedOut,
+    }
+}
+
+/// What is on the screen: the rows, and on a terminal one live status line under them.
+struct View {
+    columns: Columns,
+    output: Output,
+    live_line: bool,
+    line_shown: bool,
+}
+
+impl View {
+    fn change(&mut self, change: &Change, tracker: &Tracker, out: &mut dyn Write) -> std::io::Result<()> {
+        self.clear(out)?;
+        match self.output.format {
+            Format::Json | Format::Yaml => crate::render::structured::json_line(out, &change_doc(change))?,
+            Format::Table | Format::Wide => {
+                if matches!(change.kind, crate::core::heartbeat::ChangeKind::Observed) && !self.output.no_headers {
+                    self.columns.header(out, change)?;
+                }
+                let wide = (self.output.format == Format::Wide).then_some(&tracker.gaps);
+                self.columns.row(out, change, wide)?;
+            }
+        }
+        out.flush()
+    }
+
+    fn status(&mut self, tracker: &Tracker, now: Timestamp, out: &mut dyn Write) -> std::io::Result<()> {
+        if !self.live_line || !matches!(self.output.format, Format::Table | Format::Wide) {
+            return Ok(());
+        }
+        let Some(a) = tracker.assess(now) else { return Ok(()) };
+        let facts = a.facts.clone().unwrap_or_default();
+        let line = status_line(&a.state, facts.holder(), facts.renew_time, now);
+        write!(out, "\r\u{1b}[2K{line}")?;
+        self.line_shown = true;
+        out.flush()
+    }
+
+    fn clear(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
+        if std::mem::take(&mut self.line_shown) {
+            write!(out, "\r\u{1b}[2K")?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, tracker: &Tracker, out: &mut dyn Write) -> std::io::Result<()> {
+        self.clear(out)?;
+        if matches!(self.output.format, Format::Table | Format::Wide) {
+            writeln!(out, "{}", summary(&tracker.gaps))?;
+        }
+        out.flush()
+    }
+}

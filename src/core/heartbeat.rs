@@ -1,0 +1,299 @@
+//! Following a Lease over time: the pure state machine behind `lease --watch`. It is fed what
+//! the watch saw (or a timer tick) with `now`, and says which changes of status to report. A
+//! Lease that stops being renewed sends no events, so the caller also ticks it at
+//! [`Tracker::deadline`], the moment the heartbeat goes stale.
+
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+use super::fetched::{Denied, Fetched};
+use super::lease::{self, LeaseAssessment, LeaseFacts, LeaseRef, LeaseState};
+
+/// What the caller observed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Observation {
+    /// The Lease as it is now; `None` when it does not exist.
+    Lease(Option<LeaseFacts>),
+    /// The watch was refused (403); the rule that would allow it.
+    Forbidden(String),
+    /// Nothing new from the server; time passed (the stale timer, or a periodic tick).
+    Tick,
+}
+
+/// Why a row is printed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChangeKind {
+    /// The first state seen.
+    Observed,
+    /// The holder renewed; `gap` since its previous renewal, `slow` when that gap exceeds half
+    /// the limit (the early warning before stale).
+    Renewed {
+        gap: Option<SignedDuration>,
+        slow: bool,
+    },
+    /// A new holder took the Lease; `gap` from the old holder's last renewal to the new one's.
+    Takeover {
+        from: String,
+        to: String,
+        gap: Option<SignedDuration>,
+        transitions: Option<i32>,
+    },
+    /// Went stale at the deadline, with no API event.
+    Stale,
+    /// A live heartbeat again after not being one.
+    Fresh,
+    Deleted,
+    Created,
+    /// Any other change of status (no holder, never renewed, forbidden).
+    Status,
+}
+
+impl ChangeKind {
+    pub fn event(&self) -> &'static str {
+        match self {
+            ChangeKind::Observed => "observed",
+            ChangeKind::Renewed { .. } => "renewed",
+            ChangeKind::Takeover { .. } => "takeover",
+            ChangeKind::Stale => "stale",
+            ChangeKind::Fresh => "fresh",
+            ChangeKind::Deleted => "deleted",
+            ChangeKind::Created => "created",
+            ChangeKind::Status => "status",
+        }
+    }
+}
+
+/// A change to report, with the assessment after it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub kind: ChangeKind,
+    pub at: Timestamp,
+    pub assessment: LeaseAssessment,
+}
+
+/// Renewal gaps seen so far, for the summary.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Gaps(Vec<SignedDuration>);
+
+impl Gaps {
+    pub fn count(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn median(&self) -> Option<SignedDuration> {
+        let mut v = self.0.clone();
+        v.sort();
+        v.get(v.len().checked_sub(1)? / 2).copied()
+    }
+
+    pub fn max(&self) -> Option<SignedDuration> {
+        self.0.iter().max().copied()
+    }
+}
+
+/// The Lease's story so far.
+#[derive(Debug, Clone)]
+pub struct Tracker {
+    lease: LeaseRef,
+    /// The last observation of the Lease (`Some(None)`: seen to be missing).
+    last: Option<Fetched<LeaseFacts>>,
+    last_label: Option<&'static str>,
+    changes_only: bool,
+    pub gaps: Gaps,
+    /// Set once a takeover was seen.
+    pub took_over: bool,
+}
+
+impl Tracker {
+    /// `changes_only`: renewals that change nothing else are not reported.
+    pub fn new(lease: LeaseRef, changes_only: bool) -> Tracker {
+        Tracker { lease, last: None, last_label: None, changes_only, gaps: Gaps::default(), took_over: false }
+    }
+
+    /// The current assessment at `now`.
+    pub fn assess(&self, now: Timestamp) -> Option<LeaseAssessment> {
+        self.last.as_ref().map(|f| lease::assess(&self.lease, f, now))
+    }
+
+    /// When a fresh heartbeat goes stale: just past renewTime + 2 × duration (exactly at the
+    /// limit still passes).
+    pub fn deadline(&self, now: Timestamp) -> Option<Timestamp> {
+        match self.assess(now)?.state {
+            LeaseState::Fresh { stale_in, .. } => Some(now + stale_in + SignedDuration::from_micros(1)),
+            _ => None,
+        }
+    }
+
+    /// Feeds one observation; returns the changes to report (zero or one).
+    pub fn observe(&mut self, obs: Observation, now: Timestamp) -> Vec<Change> {
+        let previous = self.last.clone();
+        let next = match obs {
+            Observation::Tick => match &previous {
+                Some(p) => p.clone(),
+                None => return Vec::new(),
+            },
+            Observation::Lease(Some(f)) => Fetched::Found(f),
+            Observation::Lease(None) => Fetched::Missing,
+            Observation::Forbidden(rule) => Fetched::Forbidden(Denied { rule }),
+        };
+        let assessment = lease::assess(&self.lease, &next, now);
+        let label = assessment.state.label();
+        let label_changed = self.last_label != Some(label);
+        let mut kinds: Vec<ChangeKind> = self.classify(previous.as_ref(), &next, label).into_iter().collect();
+        // A takeover that ends a stale spell is also the moment it is fresh again.
+        if matches!(kinds.first(), Some(ChangeKind::Takeover { .. })) && label_changed {
+            kinds.push(if label == "fresh" { ChangeKind::Fresh } else { ChangeKind::Status });
+        }
+        self.last = Some(next);
+        self.last_label = Some(label);
+        kinds.into_iter().map(|kind| Change { kind, at: now, assessment: assessment.clone() }).collect()
+    }
+
+    fn classify(
+        &mut self,
+        previous: Option<&Fetched<LeaseFacts>>,
+        next: &Fetched<LeaseFacts>,
+        label: &'static str,
+    ) -> Option<ChangeKind> {
+        let label_changed = self.last_label != Some(label);
+        let Some(previous) = previous else { return Some(ChangeKind::Observed) };
+        match (previous, next) {
+            (Fetched::Found(_), Fetched::Missing) => Some(ChangeKind::Deleted),
+            (Fetched::Missing, Fetched::Found(_)) => Some(ChangeKind::Created),
+            (Fetched::Found(old), Fetched::Found(new)) => {
+                if old.holder() != new.holder() && new.holder().is_some() && old.holder().is_some() {
+                    self.took_over = true;
+                    let gap = match (old.renew_time, new.renew_time.or(new.acquire_time)) {
+                        (Some(a), Some(b)) => Some(b.duration_since(a)),
+                        _ => None,
+                    };
+                    return Some(ChangeKind::Takeover {
+                        from: old.holder().unwrap_or_default().to_string(),
+                        to: new.holder().unwrap_or_default().to_string(),
+                        gap,
+                        transitions: new.transitions,
+                    });
+                }
+                if label_changed {
+                    return Some(match label {
+                        "fresh" => ChangeKind::Fresh,
+                        "stale" => ChangeKind::Stale,
+                        _ => ChangeKind::Status,
+                    });
+                }
+                if new.renew_time != old.renew_time && new.renew_time.is_some() {
+                    let gap = old.renew_time.zip(new.renew_time).map(|(a, b)| b.duration_since(a));
+                    if let Some(g) = gap {
+                        self.gaps.0.push(g);
+                    }
+                    let half = new.duration_seconds.map(|d| SignedDuration::from_secs(i64::from(d)));
+                    let slow = matches!((gap, half), (Some(g), Some(h)) if g > h);
+                    return (!self.changes_only || slow).then_some(ChangeKind::Renewed { gap, slow });
+                }
+                None
+            }
+            _ if label_changed => Some(match label {
+                "fresh" => ChangeKind::Fresh,
+                "stale" => ChangeKind::Stale,
+                _ => ChangeKind::Status,
+            }),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t0() -> Timestamp {
+        "2026-11-30T12:00:00Z".parse().unwrap()
+    }
+
+    fn at(secs: i64) -> Timestamp {
+        t0() + SignedDuration::from_secs(secs)
+    }
+
+    fn lease(holder: &str, renewed: i64, transitions: i32) -> Observation {
+        Observation::Lease(Some(LeaseFacts {
+            holder: Some(holder.into()),
+            renew_time: Some(at(renewed)),
+            acquire_time: Some(at(0)),
+            duration_seconds: Some(15),
+            transitions: Some(transitions),
+        }))
+    }
+
+    fn kinds(changes: Vec<Change>) -> Vec<String> {
+        changes.into_iter().map(|c| c.kind.event().to_string()).collect()
+    }
+
+    #[test]
+    fn renewals_then_stale_at_the_deadline_then_fresh() {
+        let mut t = Tracker::new(LeaseRef::default(), false);
+        assert_eq!(kinds(t.observe(lease("a", 0, 0), at(0))), ["observed"]);
+        assert_eq!(kinds(t.observe(lease("a", 2, 0), at(2))), ["renewed"]);
+        assert_eq!(t.deadline(at(2)), Some(at(32) + SignedDuration::from_micros(1)));
+        assert!(t.observe(Observation::Tick, at(32)).is_empty(), "exactly at the limit still passes");
+        assert_eq!(kinds(t.observe(Observation::Tick, at(33))), ["stale"]);
+        assert_eq!(t.deadline(at(33)), None);
+        assert!(t.observe(Observation::Tick, at(40)).is_empty());
+        assert_eq!(kinds(t.observe(lease("a", 41, 0), at(41))), ["fresh"]);
+        assert_eq!(t.gaps.count(), 1);
+    }
+
+    #[test]
+    fn a_slow_renewal_is_flagged_and_survives_changes_only() {
+        let mut t = Tracker::new(LeaseRef::default(), true);
+        t.observe(lease("a", 0, 0), at(0));
+        assert!(t.observe(lease("a", 2, 0), at(2)).is_empty(), "a routine renewal is hidden");
+        let c = t.observe(lease("a", 20, 0), at(20));
+        assert_eq!(c[0].kind, ChangeKind::Renewed { gap: Some(SignedDuration::from_secs(18)), slow: true });
+    }
+
+    #[test]
+    fn a_takeover_names_both_holders_and_the_gap() {
+        let mut t = Tracker::new(LeaseRef::default(), false);
+        t.observe(lease("a", 0, 3), at(0));
+        let c = t.observe(lease("b", 15, 4), at(15));
+        assert_eq!(
+            c[0].kind,
+            ChangeKind::Takeover {
+                from: "a".into(),
+                to: "b".into(),
+                gap: Some(SignedDuration::from_secs(15)),
+                transitions: Some(4)
+            }
+        );
+        assert!(t.took_over);
+    }
+
+    #[test]
+    fn a_late_takeover_is_stale_then_takeover_and_fresh() {
+        let mut t = Tracker::new(LeaseRef::default(), false);
+        t.observe(lease("a", 0, 0), at(0));
+        assert_eq!(kinds(t.observe(Observation::Tick, at(31))), ["stale"]);
+        assert_eq!(kinds(t.observe(lease("b", 40, 1), at(40))), ["takeover", "fresh"]);
+    }
+
+    #[test]
+    fn deleted_created_and_forbidden() {
+        let mut t = Tracker::new(LeaseRef::default(), false);
+        assert_eq!(kinds(t.observe(Observation::Lease(None), at(0))), ["observed"]);
+        assert_eq!(kinds(t.observe(lease("a", 1, 0), at(1))), ["created"]);
+        assert_eq!(kinds(t.observe(Observation::Lease(None), at(2))), ["deleted"]);
+        assert_eq!(kinds(t.observe(Observation::Forbidden("get leases".into()), at(3))), ["status"]);
+        assert_eq!(kinds(t.observe(Observation::Forbidden("get leases".into()), at(4))), Vec::<String>::new());
+    }
+
+    #[test]
+    fn gap_statistics() {
+        let mut t = Tracker::new(LeaseRef::default(), false);
+        for (i, s) in [0, 2, 4, 9, 11].into_iter().enumerate() {
+            t.observe(lease("a", s, 0), at(s));
+            let _ = i;
+        }
+        assert_eq!(t.gaps.count(), 4);
+        assert_eq!(t.gaps.median(), Some(SignedDuration::from_secs(2)));
+        assert_eq!(t.gaps.max(), Some(SignedDuration::from_secs(5)));
+    }
+}

@@ -1,0 +1,167 @@
+//! Rows for `lease --watch`: a header once, then one row per change, in widths fixed by the
+//! first row (as `kubectl get -w` does). `-o json` gives one object per line instead.
+
+use std::io::{self, Write};
+
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use serde::Serialize;
+
+use super::sanitize::escape;
+use crate::core::duration::{go_seconds, human};
+use crate::core::heartbeat::{Change, ChangeKind, Gaps};
+use crate::core::lease::LeaseState;
+use crate::report::{LeaseDoc, lease_doc};
+
+const HEADERS: [&str; 7] = ["TIME", "EVENT", "HOLDER", "RENEWED", "GAP", "STATUS", "DETAIL"];
+
+/// The advice of the design when a controller was replaced.
+pub const TAKEOVER_HINT: &str = "the controller was replaced: reopen adapters opened before the takeover";
+
+/// Column widths, fixed by the header and the first row.
+#[derive(Debug, Default)]
+pub struct Columns {
+    widths: Option<Vec<usize>>,
+}
+
+impl Columns {
+    pub fn header(&mut self, out: &mut dyn Write, first: &Change) -> io::Result<()> {
+        let cells = cells(first, None);
+        let widths: Vec<usize> =
+            HEADERS.iter().zip(&cells).map(|(h, c)| (h.len().max(c.chars().count()) + 3).max(6)).collect();
+        self.widths = Some(widths);
+        self.write_cells(out, &HEADERS.map(String::from))
+    }
+
+    pub fn row(&mut self, out: &mut dyn Write, change: &Change, gaps: Option<&Gaps>) -> io::Result<()> {
+        self.write_cells(out, &cells(change, gaps))
+    }
+
+    fn write_cells(&self, out: &mut dyn Write, cells: &[String]) -> io::Result<()> {
+        let widths = self.widths.clone().unwrap_or_default();
+        let mut line = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                line.push_str(cell);
+            } else {
+                let w = widths.get(i).copied().unwrap_or(6);
+                line.push_str(&format!("{cell:<w$}"));
+                if cell.chars().count() >= w {
+                    line.push(' ');
+                }
+            }
+        }
+        writeln!(out, "{}", line.trim_end())
+    }
+}
+
+fn time(t: Timestamp) -> String {
+    t.strftime("%H:%M:%SZ").to_string()
+}
+
+fn status(state: &LeaseState) -> String {
+    super::lease::status(state)
+}
+
+/// TIME, EVENT, HOLDER, RENEWED, GAP, STATUS, DETAIL (and, in wide, the gap statistics).
+fn cells(change: &Change, gaps: Option<&Gaps>) -> Vec<String> {
+    let a = &change.assessment;
+    let facts = a.facts.clone().unwrap_or_default();
+    let gap = match &change.kind {
+        ChangeKind::Renewed { gap, .. } | ChangeKind::Takeover { gap, .. } => gap.map(short).unwrap_or_default(),
+        _ => String::new(),
+    };
+    let mut detail = detail(change);
+    if let Some(g) = gaps.filter(|g| g.count() > 0) {
+        let stats = summary(g);
+        detail = if detail.is_empty() { stats } else { format!("{detail}; {stats}") };
+    }
+    vec![
+        time(change.at),
+        change.kind.event().to_string(),
+        escape(facts.holder().unwrap_or("<none>")),
+        facts.renew_time.map(|t| human(change.at.duration_since(t))).unwrap_or_else(|| "<none>".into()),
+        if gap.is_empty() { "-".into() } else { gap },
+        status(&a.state),
+        detail,
+    ]
+}
+
+fn short(d: SignedDuration) -> String {
+    go_seconds(d.as_secs())
+}
+
+pub fn detail(change: &Change) -> String {
+    let a = &change.assessment;
+    match &change.kind {
+        ChangeKind::Renewed { gap: Some(g), slow: true } => {
+            let half = a.facts.as_ref().and_then(|f| f.duration_seconds).unwrap_or_default();
+            format!(
+                "slow renewal: {} since the last one, more than half the limit ({})",
+                short(*g),
+                go_seconds(half.into())
+            )
+        }
+        ChangeKind::Takeover { from, to, gap, transitions } => format!(
+            "{} -> {}{}{}; {TAKEOVER_HINT}",
+            escape(from),
+            escape(to),
+            gap.map(|g| format!(" after {}", short(g))).unwrap_or_default(),
+            transitions.map(|t| format!(", leaseTransitions {t}")).unwrap_or_default(),
+        ),
+        _ => match &a.state {
+            LeaseState::Forbidden { rule } => format!("missing RBAC: {rule}"),
+            state => state.reason(&a.lease).unwrap_or_default(),
+        },
+    }
+}
+
+/// `renewal gaps: 12, median 2s, max 5s`.
+pub fn summary(gaps: &Gaps) -> String {
+    match (gaps.median(), gaps.max()) {
+        (Some(m), Some(x)) => format!("renewal gaps: {}, median {}, max {}", gaps.count(), short(m), short(x)),
+        _ => "renewal gaps: 0".into(),
+    }
+}
+
+/// The live status line shown on a terminal under the rows.
+pub fn status_line(state: &LeaseState, holder: Option<&str>, renewed: Option<Timestamp>, now: Timestamp) -> String {
+    let renewed = renewed.map(|t| format!(", renewed {} ago", human(now.duration_since(t)))).unwrap_or_default();
+    format!("{} {}: holder {}{renewed}", time(now), status(state), escape(holder.unwrap_or("<none>")))
+}
+
+/// One change as one JSON line.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChangeDoc {
+    pub schema: &'static str,
+    pub kind: &'static str,
+    pub time: String,
+    pub event: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gap_seconds: Option<i64>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub slow: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous_holder: Option<String>,
+    pub detail: String,
+    pub lease: LeaseDoc,
+}
+
+pub fn change_doc(change: &Change) -> ChangeDoc {
+    let (gap, slow, previous) = match &change.kind {
+        ChangeKind::Renewed { gap, slow } => (gap.map(|g| g.as_secs()), *slow, None),
+        ChangeKind::Takeover { from, gap, .. } => (gap.map(|g| g.as_secs()), false, Some(from.clone())),
+        _ => (None, false, None),
+    };
+    ChangeDoc {
+        schema: crate::report::SCHEMA,
+        kind: "LeaseChange",
+        time: change.at.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string(),
+        event: change.kind.event(),
+        gap_seconds: gap,
+        slow,
+        previous_holder: previous,
+        detail: detail(change),
+        lease: lease_doc(&change.assessment),
+    }
+}
