@@ -243,7 +243,14 @@ async fn follow(
         });
         tokio::select! {
             biased;
-            _ = &mut shutdown => return Ok(last.map(|r| Exit::from(r.report.verdict)).unwrap_or(Exit::Yes)),
+            // Ctrl-C ends a watch successfully; a wait it ends like a timeout, with the last verdict.
+            _ = &mut shutdown => {
+                return Ok(match (&last, live.wait) {
+                    (Some(run), true) => Exit::from(run.report.verdict),
+                    (None, true) => Exit::Unknown,
+                    (_, false) => Exit::Yes,
+                });
+            }
             _ = sleep_opt(give_up) => {
                 let exit = last.as_ref().map(|r| Exit::from(r.report.verdict)).unwrap_or(Exit::Unknown);
                 if live.wait && let Some(run) = &last {

@@ -189,3 +189,149 @@ impl View {
         out.flush()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use futures::stream;
+    use k8s_openapi::jiff::SignedDuration;
+
+    use super::*;
+    use crate::clock::Clock;
+    use crate::core::lease::LeaseFacts;
+    use crate::log::Log;
+
+    /// A wall clock that moves with tokio's (paused) time.
+    struct TokioClock {
+        base: Timestamp,
+        start: Instant,
+    }
+
+    impl Clock for TokioClock {
+        fn now(&self) -> Timestamp {
+            self.base + SignedDuration::try_from(self.start.elapsed()).unwrap()
+        }
+    }
+
+    fn base() -> Timestamp {
+        "2026-11-30T12:00:00Z".parse().unwrap()
+    }
+
+    fn renewed(holder: &str, secs: i64) -> LeaseUpdate {
+        LeaseUpdate::Lease(Some(LeaseFacts {
+            holder: Some(holder.into()),
+            renew_time: Some(base() + SignedDuration::from_secs(secs)),
+            acquire_time: Some(base()),
+            duration_seconds: Some(15),
+            transitions: Some(0),
+        }))
+    }
+
+    /// Each update arrives at its second, then the stream stays open and silent.
+    fn script(items: Vec<(u64, LeaseUpdate)>) -> impl Stream<Item = LeaseUpdate> {
+        let start = Instant::now();
+        stream::iter(items)
+            .then(move |(at, u)| async move {
+                tokio::time::sleep_until(start + Duration::from_secs(at)).await;
+                u
+            })
+            .chain(stream::pending())
+    }
+
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    async fn run(
+        items: Vec<(u64, LeaseUpdate)>,
+        opts: LeaseWatch,
+        stop_after: u64,
+    ) -> (Exit, String, String, Duration) {
+        let clock = TokioClock { base: base(), start: Instant::now() };
+        let (mut out, mut err) = (Shared::default(), Shared::default());
+        let log = Log::silent();
+        let mut deps = Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Default::default() };
+        let output = Output { format: Format::Table, no_headers: false };
+        let started = Instant::now();
+        let stop = tokio::time::sleep(Duration::from_secs(stop_after));
+        let exit = follow(script(items), &LeaseRef::default(), output, opts, false, stop, &mut deps).await.unwrap();
+        let elapsed = started.elapsed();
+        let text = |s: &Shared| String::from_utf8(s.0.lock().unwrap().clone()).unwrap();
+        (exit, text(&out), text(&err), elapsed)
+    }
+
+    fn watch() -> LeaseWatch {
+        LeaseWatch { changes_only: false, until: None, timeout: None }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn stale_is_reported_at_the_deadline_without_any_event() {
+        let (exit, out, _, _) = run(vec![(0, renewed("a", 0)), (2, renewed("a", 2))], watch(), 60).await;
+        assert_eq!(exit, Exit::Yes);
+        let stale = out.lines().find(|l| l.contains(" stale ")).expect("a stale row");
+        assert!(stale.starts_with("12:00:32Z"), "the row comes at renewTime + 30s: {stale}");
+        assert!(stale.ends_with("the admission controller's Lease was last renewed 30s ago, beyond 30s"), "{stale}");
+        assert!(out.ends_with("renewal gaps: 1, median 2s, max 2s\n"), "{out}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn until_stale_exits_zero_at_the_deadline_and_times_out_with_5() {
+        let opts = LeaseWatch { until: Some(Until::Stale), ..watch() };
+        let (exit, _, _, elapsed) = run(vec![(0, renewed("a", 0))], opts, 600).await;
+        assert_eq!(exit, Exit::Yes);
+        assert!(elapsed >= Duration::from_secs(30) && elapsed < Duration::from_secs(31), "{elapsed:?}");
+        let opts = LeaseWatch { until: Some(Until::Stale), timeout: Some(Duration::from_secs(10)), ..watch() };
+        let (exit, ..) = run(vec![(0, renewed("a", 0))], opts, 600).await;
+        assert_eq!(exit, Exit::TimedOut);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn until_fresh_times_out_with_the_last_states_code() {
+        let opts = LeaseWatch { until: Some(Until::Fresh), timeout: Some(Duration::from_secs(5)), ..watch() };
+        let (exit, ..) = run(vec![(0, LeaseUpdate::Lease(None))], opts, 600).await;
+        assert_eq!(exit, Exit::No);
+        let (exit, ..) = run(vec![(0, LeaseUpdate::Forbidden("get leases".into()))], opts, 600).await;
+        assert_eq!(exit, Exit::Unknown);
+        let (exit, _, _, elapsed) = run(vec![(0, LeaseUpdate::Lease(None)), (3, renewed("a", 3))], opts, 600).await;
+        assert_eq!((exit, elapsed.as_secs()), (Exit::Yes, 3));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn until_holder_change() {
+        let opts = LeaseWatch { until: Some(Until::HolderChange), ..watch() };
+        let (exit, out, _, elapsed) = run(vec![(0, renewed("a", 0)), (15, renewed("b", 15))], opts, 600).await;
+        assert_eq!((exit, elapsed.as_secs()), (Exit::Yes, 15));
+        assert!(out.contains("a -> b after 15s"), "{out}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_outage_is_reported_once_and_its_end_once() {
+        let items = vec![
+            (0, renewed("a", 0)),
+            (1, LeaseUpdate::Interrupted("connection refused".into())),
+            (2, LeaseUpdate::Interrupted("connection refused".into())),
+            (4, renewed("a", 4)),
+        ];
+        let (_, out, err, _) = run(items, watch(), 10).await;
+        assert_eq!(err, "watch interrupted: connection refused; reconnecting\nwatch resumed\n");
+        assert!(out.lines().any(|l| l.starts_with("12:00:04Z   renewed")), "{out}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_takeover_inside_the_window_never_says_stale() {
+        let items = vec![(0, renewed("a", 0)), (15, renewed("b", 15)), (17, renewed("b", 17))];
+        let (_, out, _, _) = run(items, watch(), 40).await;
+        let events: Vec<&str> = out.lines().skip(1).filter_map(|l| l.split_whitespace().nth(1)).collect();
+        assert_eq!(events, ["observed", "takeover", "renewed", "gaps:"], "{out}");
+    }
+}

@@ -6,7 +6,9 @@
 
 #![allow(dead_code)]
 
+pub mod controller;
 pub mod fixtures;
+pub mod watch;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

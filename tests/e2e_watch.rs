@@ -1,0 +1,288 @@
+//! The live verbs on the real test cluster, through `kubectl dispatch`: a controller that
+//! stops, rolling restarts, apiserver restarts, a relist, and the exit codes of --until and
+//! --wait. Delays are measured by the benchmark; these tests only bound them generously.
+
+mod support;
+
+use std::time::Duration;
+
+use support::controller::{Controller, write_lease};
+use support::fixtures::{self, Scenario};
+use support::watch::Watch;
+use support::{Cluster, Run};
+
+const S: Duration = Duration::from_secs(1);
+
+fn json_event(line: &str) -> Option<(String, serde_json::Value)> {
+    let v: serde_json::Value = serde_json::from_str(line).ok()?;
+    Some((v["event"].as_str()?.to_string(), v))
+}
+
+fn is_event(event: &str) -> impl Fn(&str) -> bool + '_ {
+    move |l| json_event(l).is_some_and(|(e, _)| e == event)
+}
+
+fn leased(c: &Cluster, s: &Scenario) {
+    c.apply(&s.healthy_yaml());
+}
+
+#[test]
+fn a_stopped_controller_goes_stale_with_no_event_from_the_server() {
+    let c = Cluster::shared();
+    let s = Scenario::new("w-stop");
+    leased(c, &s);
+    let mut ctl = Controller::start(c, &s.lease_ns, &s.lease_name, "ctl-a_1", 5);
+    let mut w = Watch::start(c, &["lease", "--watch", "-o", "json", "--lease", &s.lease]);
+    w.wait_for("a renewal", 20 * S, is_event("renewed"));
+    ctl.stop();
+    let stale = w.wait_for("the stale row", 30 * S, is_event("stale"));
+    let (_, v) = json_event(&stale).unwrap();
+    assert_eq!(v["lease"]["status"], "stale");
+    assert!(
+        v["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("the admission controller's Lease was last renewed 10s ago, beyond 10s"),
+        "{v}"
+    );
+    let (code, _, stderr) = w.stop();
+    assert_eq!(code, 0, "SIGTERM ends a watch with 0; stderr: {stderr:?}");
+}
+
+#[test]
+fn a_rolling_restart_inside_the_window_shows_the_takeover_and_never_stale() {
+    let c = Cluster::shared();
+    let s = Scenario::new("w-roll");
+    leased(c, &s);
+    let mut a = Controller::start(c, &s.lease_ns, &s.lease_name, "ctl-a_1", 15);
+    let mut w = Watch::start(c, &["lease", "--watch", "-o", "json", "--lease", &s.lease]);
+    w.wait_for("a renewal", 20 * S, is_event("renewed"));
+    a.stop();
+    std::thread::sleep(15 * S);
+    let _b = Controller::take_over(c, &a, &s.lease_ns, &s.lease_name, "ctl-b_2", 15);
+    let takeover = w.wait_for("the takeover", 20 * S, is_event("takeover"));
+    let (_, v) = json_event(&takeover).unwrap();
+    assert_eq!(v["previousHolder"], "ctl-a_1");
+    assert_eq!(v["lease"]["holder"], "ctl-b_2");
+    assert_eq!(v["lease"]["leaseTransitions"], 1);
+    let gap = v["gapSeconds"].as_i64().unwrap();
+    assert!((15..=19).contains(&gap), "gap {gap}");
+    assert!(
+        v["detail"]
+            .as_str()
+            .unwrap()
+            .ends_with("the controller was replaced: reopen adapters opened before the takeover")
+    );
+    w.wait_for("b's renewal", 20 * S, is_event("renewed"));
+    let (code, seen, _) = w.stop();
+    assert_eq!(code, 0);
+    assert!(seen.iter().filter_map(|l| json_event(l)).all(|(e, _)| e != "stale"), "{seen:#?}");
+}
+
+#[test]
+fn a_takeover_after_40s_says_stale_then_fresh() {
+    let c = Cluster::shared();
+    let s = Scenario::new("w-late");
+    leased(c, &s);
+    let mut a = Controller::start(c, &s.lease_ns, &s.lease_name, "ctl-a_1", 15);
+    let mut w = Watch::start(c, &["lease", "--watch", "-o", "json", "--lease", &s.lease]);
+    w.wait_for("a renewal", 20 * S, is_event("renewed"));
+    a.stop();
+    w.wait_for("the stale row", 40 * S, is_event("stale"));
+    std::thread::sleep(8 * S);
+    let _b = Controller::take_over(c, &a, &s.lease_ns, &s.lease_name, "ctl-b_2", 15);
+    w.wait_for("the takeover", 20 * S, is_event("takeover"));
+    w.wait_for("fresh again", 5 * S, is_event("fresh"));
+    let (code, seen, _) = w.stop();
+    assert_eq!(code, 0);
+    let events: Vec<String> =
+        seen.iter().filter_map(|l| json_event(l)).map(|(e, _)| e).filter(|e| e != "renewed").collect();
+    assert_eq!(events, ["observed", "stale", "takeover", "fresh"]);
+}
+
+#[test]
+fn rolling_restart_rows_in_a_table_never_say_stale() {
+    // The same story as a person sees it: the table (piped, so no status line or escapes).
+    let c = Cluster::shared();
+    let s = Scenario::new("w-table");
+    leased(c, &s);
+    let mut a = Controller::start(c, &s.lease_ns, &s.lease_name, "ctl-a_1", 15);
+    let mut w = Watch::start(c, &["lease", "--watch", "--lease", &s.lease]);
+    let header = w.wait_for("the header", 20 * S, |l| l.starts_with("TIME"));
+    assert!(header.split_whitespace().eq(["TIME", "EVENT", "HOLDER", "RENEWED", "GAP", "STATUS", "DETAIL"]));
+    w.wait_for("a renewal", 20 * S, |l| l.split_whitespace().nth(1) == Some("renewed"));
+    a.stop();
+    std::thread::sleep(15 * S);
+    let _b = Controller::take_over(c, &a, &s.lease_ns, &s.lease_name, "ctl-b_2", 15);
+    let row = w.wait_for("the takeover row", 20 * S, |l| l.split_whitespace().nth(1) == Some("takeover"));
+    assert!(row.contains("ctl-a_1 -> ctl-b_2 after 1"), "{row}");
+    w.wait_for("b's renewal", 20 * S, |l| l.split_whitespace().nth(1) == Some("renewed"));
+    let (code, seen, _) = w.stop();
+    assert_eq!(code, 0);
+    assert!(seen.iter().all(|l| !l.contains('\u{1b}')), "no escape codes when piped");
+    assert!(seen.iter().all(|l| l.split_whitespace().nth(1) != Some("stale")), "{seen:#?}");
+    assert!(seen.last().unwrap().starts_with("renewal gaps: "), "the summary on exit: {seen:#?}");
+}
+
+#[test]
+fn three_apiserver_restarts_are_survived() {
+    let c: &'static Cluster = Box::leak(Box::new(Cluster::start("v0.17.0")));
+    let s = Scenario::new("w-kill");
+    leased(c, &s);
+    let _ctl = Controller::start(c, &s.lease_ns, &s.lease_name, "ctl-a_1", 15);
+    let mut w = Watch::start(c, &["lease", "--watch", "-o", "json", "--lease", &s.lease]);
+    w.wait_for("a renewal", 20 * S, is_event("renewed"));
+    for round in 1..=3 {
+        c.kill_apiserver();
+        w.wait_for_stderr_prefix("watch interrupted: ", 15 * S);
+        c.start_apiserver();
+        w.wait_for_stderr("watch resumed", 30 * S);
+        let before = w.seen.len();
+        let renewed = w.wait_for(&format!("a renewal after restart {round}"), 20 * S, is_event("renewed"));
+        assert!(w.seen.len() > before, "{renewed}");
+    }
+    let (code, seen, stderr) = w.stop();
+    assert_eq!(code, 0);
+    let interrupted =
+        stderr.iter().filter(|l| l.starts_with("watch interrupted: ") && l.ends_with("; reconnecting")).count();
+    let resumed = stderr.iter().filter(|l| *l == "watch resumed").count();
+    assert_eq!((interrupted, resumed), (3, 3), "one line each per outage: {stderr:#?}");
+    assert!(seen.iter().filter_map(|l| json_event(l)).all(|(e, _)| e != "stale"), "{seen:#?}");
+    c.stop();
+}
+
+#[test]
+fn a_relist_after_an_apiserver_restart_loses_no_transition() {
+    let c: &'static Cluster = Box::leak(Box::new(Cluster::start("v0.17.0")));
+    let s = Scenario::new("w-410");
+    leased(c, &s);
+    let a = Controller::start(c, &s.lease_ns, &s.lease_name, "ctl-a_1", 15);
+    let mut w = Watch::start(c, &["lease", "--watch", "-o", "json", "--lease", &s.lease]);
+    w.wait_for("a renewal", 20 * S, is_event("renewed"));
+    let mut a = a;
+    a.stop();
+    c.kill_apiserver();
+    c.start_apiserver();
+    // The takeover happens while the plugin is still backing off: it must find it when it
+    // resumes, by relisting when the restarted apiserver answers 410 for its old version.
+    write_lease(c, &s.lease_ns, &s.lease_name, "ctl-b_2", &fixtures::micro_ago(0), 1, 15);
+    let takeover = w.wait_for("the takeover", 30 * S, is_event("takeover"));
+    let (_, v) = json_event(&takeover).unwrap();
+    assert_eq!(v["previousHolder"], "ctl-a_1");
+    let (code, _, _) = w.stop();
+    assert_eq!(code, 0);
+    let log = std::fs::read_to_string(c.audit_log()).unwrap();
+    let lists = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["userAgent"].as_str().is_some_and(|u| u.starts_with("kubectl-dispatch/")))
+        .filter(|e| e["verb"] == "list" && e["objectRef"]["resource"] == "leases")
+        .count();
+    assert!(lists >= 2, "a relist (a second LIST) after the restart; saw {lists}");
+    c.stop();
+}
+
+#[test]
+fn a_forbidden_watch_shows_unknown_and_keeps_trying() {
+    let c = Cluster::shared();
+    let s = Scenario::new("w-403");
+    leased(c, &s);
+    let mut w = Watch::start(c, &["lease", "--watch", "--context", "no-lease", "--lease", &s.lease]);
+    let row = w.wait_for("the forbidden row", 20 * S, |l| l.contains(" forbidden "));
+    assert!(row.contains("missing RBAC: list and watch leases.coordination.k8s.io"), "{row}");
+    std::thread::sleep(3 * S);
+    let (code, _, _) = w.stop();
+    assert_eq!(code, 0, "still running until stopped, then 0");
+}
+
+fn dispatch_timed(c: &Cluster, args: &[&str]) -> (Run, Duration) {
+    let started = std::time::Instant::now();
+    let run = c.dispatch(args);
+    (run, started.elapsed())
+}
+
+#[test]
+fn until_exit_codes_on_success_and_timeout() {
+    let c = Cluster::shared();
+    let s = Scenario::new("w-until");
+    leased(c, &s);
+    let lease = ["--lease", s.lease.as_str()];
+    let args = |extra: &[&'static str]| -> Vec<String> {
+        ["lease", "--watch", "-o", "json"].iter().chain(extra).chain(lease.iter()).map(|a| a.to_string()).collect()
+    };
+    let call = |extra: &[&'static str]| {
+        let a = args(extra);
+        let refs: Vec<&str> = a.iter().map(String::as_str).collect();
+        dispatch_timed(c, &refs)
+    };
+    let (run, took) = call(&["--until", "fresh", "--timeout", "20s"]);
+    run.expect_code(0);
+    assert!(took < 10 * S);
+    let (run, _) = call(&["--until", "stale", "--timeout", "2s"]);
+    run.expect_code(5);
+    let (run, _) = call(&["--until", "holder-change", "--timeout", "2s"]);
+    run.expect_code(5);
+    c.kubectl_ok(&["delete", "lease", "-n", &s.lease_ns, &s.lease_name], None);
+    let (run, took) = call(&["--until", "fresh", "--timeout", "2s"]);
+    run.expect_code(3);
+    assert!(took >= 2 * S && took < 10 * S, "{took:?}");
+    let (run, _) = call(&["--until", "stale", "--timeout", "20s"]);
+    run.expect_code(0);
+    let forbidden = c.dispatch(&[
+        "lease",
+        "--watch",
+        "--until",
+        "fresh",
+        "--timeout",
+        "2s",
+        "--context",
+        "no-lease",
+        "--lease",
+        &s.lease,
+    ]);
+    forbidden.expect_code(4);
+}
+
+#[test]
+fn gate_wait_exit_codes_on_success_and_timeout() {
+    let c = Cluster::shared();
+    let s = Scenario::new("w-wait");
+    leased(c, &s);
+    c.dispatch(&s.args("gate", &["--wait", "--timeout", "20s"]))
+        .expect_code(0)
+        .expect_line("ReadmissionGate: yes (the adapter writes)");
+    c.apply(&fixtures::lease(&s.lease_ns, &s.lease_name, Some("ctl-a_1"), Some(100), Some(15)));
+    let (run, took) = dispatch_timed(c, &s.args("gate", &["--wait", "--timeout", "3s"]));
+    run.expect_code(3);
+    assert!(took >= 3 * S, "{took:?}");
+    assert!(
+        run.stdout.contains("ReadmissionGate: no (observe-only): the admission controller's Lease was last renewed"),
+        "{}",
+        run.stdout
+    );
+    c.dispatch(&s.args("gate", &["--wait", "--timeout", "3s", "--context", "no-lease"])).expect_code(4);
+    // Stale at the start, then the controller comes back: --wait returns 0 as soon as it does.
+    let mut w = Watch::start(c, &s.args("gate", &["--wait", "--timeout", "60s"]));
+    std::thread::sleep(2 * S);
+    let _ctl = Controller::start(c, &s.lease_ns, &s.lease_name, "ctl-b_2", 15);
+    assert_eq!(w.finish(30 * S), 0);
+}
+
+#[test]
+fn gate_watch_prints_the_chain_when_the_verdict_changes() {
+    let c = Cluster::shared();
+    let s = Scenario::new("w-gate");
+    leased(c, &s);
+    c.apply(&fixtures::workload(&s.ns, "job-1", &s.lq, Some(&s.cq), &[(&s.check, "Pending", "waiting", 5)]));
+    let mut ctl = Controller::start(c, &s.lease_ns, &s.lease_name, "ctl-a_1", 5);
+    let mut w = Watch::start(c, &s.args("gate", &["--watch", "-A"]));
+    w.wait_for("the first verdict", 20 * S, |l| l == "ReadmissionGate: yes (the adapter writes)");
+    w.wait_for("the waiting count", 10 * S, |l| l.ends_with(" 1 workload waits at dispatch's Pending check"));
+    ctl.stop();
+    let no = w.wait_for("the verdict going no", 30 * S, |l| l.starts_with("ReadmissionGate: no (observe-only): "));
+    assert!(no.contains("the admission controller's Lease was last renewed 10s ago, beyond 10s"), "{no}");
+    c.apply(&fixtures::workload(&s.ns, "job-2", &s.lq, Some(&s.cq), &[(&s.check, "Pending", "waiting", 5)]));
+    w.wait_for("the new waiting count", 20 * S, |l| l.ends_with(" 2 workloads wait at dispatch's Pending check"));
+    let (code, _, _) = w.stop();
+    assert_eq!(code, 0);
+}

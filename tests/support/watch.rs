@@ -1,0 +1,149 @@
+//! A live `kubectl dispatch ... --watch` process, read line by line as it runs.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+use super::Cluster;
+
+pub struct Watch {
+    child: Child,
+    lines: Receiver<String>,
+    errors: Receiver<String>,
+    pub seen: Vec<String>,
+    pub stderr: Vec<String>,
+}
+
+impl Watch {
+    /// Starts `kubectl dispatch ARGS` through the real kubectl.
+    pub fn start(c: &Cluster, args: &[&str]) -> Watch {
+        let mut full = vec!["dispatch"];
+        full.extend_from_slice(args);
+        let mut child = c
+            .command("kubectl", &full)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start kubectl dispatch");
+        let lines = pipe(child.stdout.take().unwrap());
+        let errors = pipe(child.stderr.take().unwrap());
+        Watch { child, lines, errors, seen: Vec::new(), stderr: Vec::new() }
+    }
+
+    /// Waits for a stdout line that `pred` accepts; panics with everything seen after `limit`.
+    pub fn wait_for(&mut self, what: &str, limit: Duration, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            self.drain_stderr();
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left.min(Duration::from_millis(200))) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if pred(&line) {
+                        return line;
+                    }
+                }
+                Err(_) if Instant::now() >= deadline => panic!(
+                    "no {what} within {limit:?}\nstdout:\n{}\nstderr:\n{}",
+                    self.seen.join("\n"),
+                    self.stderr.join("\n")
+                ),
+                Err(_) => {}
+            }
+        }
+    }
+
+    /// Waits for a new stderr line equal to `line`.
+    pub fn wait_for_stderr(&mut self, line: &str, limit: Duration) {
+        self.wait_for_stderr_where(line, limit, |l| l == line)
+    }
+
+    /// Waits for a new stderr line starting with `prefix`.
+    pub fn wait_for_stderr_prefix(&mut self, prefix: &str, limit: Duration) {
+        self.wait_for_stderr_where(prefix, limit, |l| l.starts_with(prefix))
+    }
+
+    fn wait_for_stderr_where(&mut self, what: &str, limit: Duration, pred: impl Fn(&str) -> bool) {
+        let deadline = Instant::now() + limit;
+        let start = self.stderr.len();
+        loop {
+            self.drain_stderr();
+            if self.stderr[start..].iter().any(|l| pred(l)) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no stderr line {what:?} within {limit:?}; stderr:\n{}",
+                self.stderr.join("\n")
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn drain_stderr(&mut self) {
+        while let Ok(l) = self.errors.try_recv() {
+            self.stderr.push(l);
+        }
+    }
+
+    /// The JSON events seen so far.
+    pub fn events(&self) -> Vec<String> {
+        self.seen
+            .iter()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| v["event"].as_str().map(String::from))
+            .collect()
+    }
+
+    /// Sends SIGTERM and returns the exit code.
+    pub fn stop(mut self) -> (i32, Vec<String>, Vec<String>) {
+        let _ = std::process::Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let code = self.finish(Duration::from_secs(10));
+        (code, std::mem::take(&mut self.seen), std::mem::take(&mut self.stderr))
+    }
+
+    /// Waits for the process to end by itself; returns its exit code.
+    pub fn finish(&mut self, limit: Duration) -> i32 {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                while let Ok(l) = self.lines.recv_timeout(Duration::from_millis(100)) {
+                    self.seen.push(l);
+                }
+                std::thread::sleep(Duration::from_millis(50));
+                self.drain_stderr();
+                return status.code().unwrap_or(-1);
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!(
+                    "still running after {limit:?}\nstdout:\n{}\nstderr:\n{}",
+                    self.seen.join("\n"),
+                    self.stderr.join("\n")
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn pipe(r: impl std::io::Read + Send + 'static) -> Receiver<String> {
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(r).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
