@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 const usage = `usage:
@@ -183,6 +184,13 @@ func cmdRun(kueue string, argv []string) int {
 	for _, k := range []string{"KUBECONFIG", "DISPATCH_TEST_AUDIT_LOG", "DISPATCH_TEST_STATE_DIR", "APISERVER_URL"} {
 		cmd.Env = append(cmd.Env, k+"="+env[k])
 	}
+	// Without a terminal, CMD and its children get a process group of their own, so a
+	// signal to run ends all of them; with one, CMD stays in the terminal's foreground group
+	// (an interactive shell needs it, and Ctrl-C reaches the whole group there anyway).
+	ownGroup := !isTerminal(os.Stdin)
+	if ownGroup {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
 	if err := cmd.Start(); err != nil {
 		_ = teardown(dir)
 		fmt.Fprintln(os.Stderr, "testcluster:", err)
@@ -194,7 +202,11 @@ func cmdRun(kueue string, argv []string) int {
 	case sig := <-sigc:
 		// No forwarding and no waiting: the cluster goes now; CMD gets one SIGTERM so it
 		// does not linger against a dead cluster.
-		_ = cmd.Process.Signal(syscall.SIGTERM)
+		if ownGroup {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		} else {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+		}
 		return interrupted(dir, sig)
 	case <-done:
 	}
@@ -209,6 +221,14 @@ func cmdRun(kueue string, argv []string) int {
 		}
 	}
 	return code
+}
+
+// isTerminal reports whether f is a terminal (a TCGETS ioctl succeeds; /dev/null, also a
+// character device, is not one).
+func isTerminal(f *os.File) bool {
+	var t syscall.Termios
+	_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), syscall.TCGETS, uintptr(unsafe.Pointer(&t)))
+	return errno == 0
 }
 
 func checkStateDir(dir string) error {
