@@ -2,8 +2,9 @@
 //! `main`, once.
 
 use crate::cluster::connect;
+use crate::commands::fleet::{self, FleetOptions};
 use crate::commands::gate::{self, GateOptions};
-use crate::commands::{Deps, lease};
+use crate::commands::{Deps, gate_watch, lease, lease_watch};
 use crate::error::Error;
 use crate::exit::Exit;
 use crate::settings::{Invocation, Verb};
@@ -11,9 +12,22 @@ use crate::settings::{Invocation, Verb};
 pub async fn run(inv: &Invocation, deps: &mut Deps<'_>) -> Result<Exit, Error> {
     // Live modes wait on long watches: only the connection and each request start are bounded.
     let live = matches!(inv.verb, Verb::Gate { live: Some(_), .. } | Verb::Lease { watch: Some(_), .. });
-    let conn = connect::connect(&inv.connection, inv.timeout, live, deps.log).await?;
+    let connect = || connect::connect(&inv.connection, inv.timeout, live, deps.log);
     match &inv.verb {
+        // Each context connects on its own.
+        Verb::Fleet { contexts, settings, output, all_states } => {
+            let opts = FleetOptions {
+                connection: &inv.connection,
+                contexts,
+                settings,
+                output: *output,
+                all_states: *all_states,
+                timeout: inv.timeout,
+            };
+            fleet::run(&opts, deps).await
+        }
         Verb::Gate { settings, output, all_states, live } => {
+            let conn = connect().await?;
             let opts = GateOptions {
                 settings,
                 output: *output,
@@ -23,12 +37,15 @@ pub async fn run(inv: &Invocation, deps: &mut Deps<'_>) -> Result<Exit, Error> {
             };
             match live {
                 None => gate::run(&conn, &opts, deps).await,
-                Some(live) => crate::commands::gate_watch::run(&conn, &opts, *live, deps).await,
+                Some(live) => gate_watch::run(&conn, &opts, *live, deps).await,
             }
         }
-        Verb::Lease { lease, output, watch: None } => lease::run(&conn, lease, *output, inv.timeout, deps).await,
-        Verb::Lease { lease, output, watch: Some(watch) } => {
-            crate::commands::lease_watch::run(&conn, lease, *output, *watch, deps).await
+        Verb::Lease { lease, output, watch } => {
+            let conn = connect().await?;
+            match watch {
+                None => lease::run(&conn, lease, *output, inv.timeout, deps).await,
+                Some(watch) => lease_watch::run(&conn, lease, *output, *watch, deps).await,
+            }
         }
     }
 }

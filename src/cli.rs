@@ -37,6 +37,8 @@ pub enum Command {
     /// status.
     #[command(after_help = EXIT_CODES_HELP)]
     Lease(LeaseArgs),
+    /// Print a shell completion script for kubectl-dispatch (bash, zsh, fish or powershell)
+    Completion(crate::complete::CompletionArgs),
 }
 
 /// kubectl's connection flags, accepted before or after the verb.
@@ -46,8 +48,12 @@ pub struct ConnectionArgs {
     #[arg(long, global = true, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
 
-    /// The kubeconfig context to use
-    #[arg(long, global = true, value_name = "NAME")]
+    /// The kubeconfig context to use (gate: repeat it to judge several clusters at once)
+    #[arg(long = "context", global = true, value_name = "NAME")]
+    pub contexts: Vec<String>,
+
+    /// The one context in use (set from --context when it is given once)
+    #[arg(skip)]
     pub context: Option<String>,
 
     /// The kubeconfig cluster to use
@@ -137,6 +143,10 @@ pub struct GateArgs {
     /// Also show Workloads at dispatch's check in Retry, Rejected, or Pending before quota
     #[arg(long)]
     pub all_states: bool,
+
+    /// Judge the gate on every context of the kubeconfig, concurrently (one row per context)
+    #[arg(long, conflicts_with_all = ["watch", "wait"])]
+    pub all_contexts: bool,
 
     /// Follow the gate: print the chain again when the verdict or its reason changes
     #[arg(short = 'w', long, conflicts_with = "wait")]

@@ -10,6 +10,7 @@ pub mod cli;
 pub mod clock;
 pub mod cluster;
 pub mod commands;
+pub mod complete;
 pub mod core;
 pub mod error;
 pub mod exit;

@@ -15,6 +15,9 @@ use kubectl_dispatch::render::Style;
 use kubectl_dispatch::{app, settings};
 
 fn main() -> ExitCode {
+    if let Some(exit) = kubectl_dispatch::complete::as_kubectl_completer() {
+        return ExitCode::from(exit.code() as u8);
+    }
     let exit = match Cli::try_parse() {
         Ok(cli) => run(cli),
         Err(e) => usage(e),
@@ -23,6 +26,9 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Exit {
+    if let kubectl_dispatch::cli::Command::Completion(args) = &cli.command {
+        return kubectl_dispatch::complete::print_script(args.shell);
+    }
     let verbosity = cli.connection.verbosity;
     let invocation = match settings::resolve(cli) {
         Ok(inv) => inv,

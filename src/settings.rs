@@ -19,10 +19,33 @@ pub struct Invocation {
     pub verb: Verb,
 }
 
+/// The contexts of a fleet run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fleet {
+    Named(Vec<String>),
+    All,
+}
+
 #[derive(Debug, Clone)]
 pub enum Verb {
-    Gate { settings: GateSettings, output: Output, all_states: bool, live: Option<GateLive> },
-    Lease { lease: LeaseRef, output: Output, watch: Option<LeaseWatch> },
+    /// `gate` on several contexts at once.
+    Fleet {
+        contexts: Fleet,
+        settings: GateSettings,
+        output: Output,
+        all_states: bool,
+    },
+    Gate {
+        settings: GateSettings,
+        output: Output,
+        all_states: bool,
+        live: Option<GateLive>,
+    },
+    Lease {
+        lease: LeaseRef,
+        output: Output,
+        watch: Option<LeaseWatch>,
+    },
 }
 
 /// `gate --watch` or `gate --wait`.
@@ -54,7 +77,28 @@ impl From<&OutputArgs> for Output {
 
 pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
     let timeout = parse_timeout(&cli.connection.request_timeout)?;
+    let mut connection = cli.connection;
+    let fleet = match &cli.command {
+        Command::Gate(args) if args.all_contexts => Some(Fleet::All),
+        Command::Gate(args) if connection.contexts.len() > 1 => {
+            if args.watch || args.wait {
+                return Err(Error::Usage("--watch and --wait take one --context".into()));
+            }
+            Some(Fleet::Named(connection.contexts.clone()))
+        }
+        _ if connection.contexts.len() > 1 => {
+            return Err(Error::Usage("only gate takes --context more than once".into()));
+        }
+        _ => None,
+    };
+    connection.context = connection.contexts.first().cloned();
     let verb = match cli.command {
+        Command::Gate(args) if fleet.is_some() => Verb::Fleet {
+            contexts: fleet.unwrap_or(Fleet::All),
+            settings: gate_settings(&args.target)?,
+            output: (&args.output).into(),
+            all_states: args.all_states,
+        },
         Command::Gate(args) => Verb::Gate {
             settings: gate_settings(&args.target)?,
             output: (&args.output).into(),
@@ -77,8 +121,10 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
                 })
                 .transpose()?,
         },
+        // Needs no cluster: main prints the script before resolving anything.
+        Command::Completion(_) => return Err(Error::Usage("completion is not a cluster command".into())),
     };
-    Ok(Invocation { connection: cli.connection, timeout, verb })
+    Ok(Invocation { connection, timeout, verb })
 }
 
 /// The adapter's config, as far as it names dispatch's objects. Unknown keys are ignored.

@@ -1,35 +1,52 @@
 //! The README must not drift from the code: its usage blocks are the real `--help`, and its
-//! example is the golden file.
+//! example is the golden file. `UPDATE_README=1 cargo test --test docs_sync` rewrites them.
 
 use std::process::Command;
 
+const README: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
+
 fn readme() -> String {
-    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README.md")
+    std::fs::read_to_string(README).expect("README.md")
 }
 
-/// The fenced block right after `<!-- marker -->`.
-fn block_after(readme: &str, marker: &str) -> String {
+/// The byte range of the fenced block right after `<!-- marker -->`.
+fn block_after(readme: &str, marker: &str) -> std::ops::Range<usize> {
     let start = readme.find(&format!("<!-- {marker} -->")).unwrap_or_else(|| panic!("README has no <!-- {marker} -->"));
-    let rest = &readme[start..];
-    let open = rest.find("```text\n").expect("a ```text block") + "```text\n".len();
-    let close = rest[open..].find("```\n").expect("the block's end");
-    rest[open..open + close].to_string()
+    let open = start + readme[start..].find("```text\n").expect("a ```text block") + "```text\n".len();
+    let close = open + readme[open..].find("```\n").expect("the block's end");
+    open..close
+}
+
+/// Compares the block after `marker` with `want`, or rewrites it with UPDATE_README=1.
+fn check(marker: &str, want: &str) {
+    let mut text = readme();
+    let range = block_after(&text, marker);
+    if text[range.clone()] == *want {
+        return;
+    }
+    if std::env::var_os("UPDATE_README").is_some() {
+        text.replace_range(range, want);
+        std::fs::write(README, text).expect("write README.md");
+        return;
+    }
+    panic!(
+        "README block {marker} differs; run UPDATE_README=1 cargo test --test docs_sync\n--- README\n{}\n--- want\n{want}",
+        &text[range]
+    );
 }
 
 #[test]
 fn readme_usage_is_the_help() {
-    let readme = readme();
     for args in [vec!["--help"], vec!["gate", "--help"], vec!["lease", "--help"]] {
         let out = Command::new(env!("CARGO_BIN_EXE_kubectl-dispatch")).args(&args).output().unwrap();
         assert!(out.status.success());
         let help = String::from_utf8(out.stdout).unwrap();
-        let marker = format!("help:kubectl dispatch {}", args.join(" "));
-        assert_eq!(block_after(&readme, &marker), help, "README block {marker} differs from --help");
+        check(&format!("help:kubectl dispatch {}", args.join(" ")), &help);
     }
 }
 
 #[test]
 fn readme_example_is_the_golden_file() {
     let golden = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/gate-stale.txt")).unwrap();
-    assert_eq!(block_after(&readme(), "golden:gate-stale.txt"), golden);
+    check("golden:gate-stale.txt", &golden);
 }

@@ -88,7 +88,7 @@ async fn load_config(args: &ConnectionArgs) -> Result<(Config, Option<String>), 
     Ok((config, context))
 }
 
-fn read_file(path: &Path) -> Result<Kubeconfig, Error> {
+pub(crate) fn read_file(path: &Path) -> Result<Kubeconfig, Error> {
     Kubeconfig::read_from(path).map_err(|e| match e {
         KubeconfigError::ReadConfig(io, _) => Error::ReadKubeconfig { path: path.to_path_buf(), cause: io.to_string() },
         other => Error::ReadKubeconfig { path: path.to_path_buf(), cause: first_line(&other.to_string()) },
@@ -98,7 +98,7 @@ fn read_file(path: &Path) -> Result<Kubeconfig, Error> {
 /// `KUBECONFIG` as kubectl reads it: split on the OS list separator, empty entries and
 /// duplicates dropped, missing files ignored, the rest merged with the first to set a key
 /// winning. Without it, `~/.kube/config` if it exists. `None` means there is no kubeconfig.
-fn read_default() -> Result<Option<Kubeconfig>, Error> {
+pub(crate) fn read_default() -> Result<Option<Kubeconfig>, Error> {
     let paths: Vec<PathBuf> = match std::env::var_os("KUBECONFIG") {
         Some(list) if !list.is_empty() => {
             let mut seen = Vec::<PathBuf>::new();
@@ -145,4 +145,17 @@ fn in_cluster(args: &ConnectionArgs) -> Result<Config, Error> {
 
 fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or_default().to_string()
+}
+
+/// The names of the kubeconfig's contexts, in file order, for `--all-contexts`.
+pub fn context_names(args: &ConnectionArgs) -> Result<Vec<String>, Error> {
+    let kubeconfig = match &args.kubeconfig {
+        Some(path) => Some(read_file(path)?),
+        None => read_default()?,
+    };
+    let names: Vec<String> = kubeconfig.ok_or(Error::NoKubeconfig)?.contexts.into_iter().map(|c| c.name).collect();
+    if names.is_empty() {
+        return Err(Error::Kubeconfig("the kubeconfig has no contexts".into()));
+    }
+    Ok(names)
 }

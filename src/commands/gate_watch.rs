@@ -16,8 +16,8 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use tokio::time::Instant;
 
-use super::Deps;
 use super::gate::GateOptions;
+use super::{Deps, sleep_opt};
 use crate::cli::Format;
 use crate::cluster::connect::Connection;
 use crate::cluster::fetch::{self, Kueue};
@@ -368,11 +368,4 @@ fn print_chains(run: &GateRun, opts: &GateOptions<'_>, deps: &mut Deps<'_>) -> R
     }
     deps.out.flush()?;
     Ok(())
-}
-
-async fn sleep_opt(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
 }

@@ -11,7 +11,7 @@ use futures::{Stream, StreamExt};
 use k8s_openapi::jiff::Timestamp;
 use tokio::time::Instant;
 
-use super::Deps;
+use super::{Deps, sleep_opt};
 use crate::cli::{Format, Until};
 use crate::cluster::connect::Connection;
 use crate::cluster::watch::{self, LeaseUpdate};
@@ -107,13 +107,6 @@ pub async fn follow(
 /// The non-negative time from `now` to `deadline`.
 fn until(now: Timestamp, deadline: Timestamp) -> Duration {
     Duration::try_from(deadline.duration_since(now)).unwrap_or(Duration::ZERO)
-}
-
-async fn sleep_opt(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
 }
 
 fn reached(until: Until, tracker: &Tracker, now: Timestamp) -> bool {

@@ -1,5 +1,6 @@
 //! One module per verb: fetch the facts, evaluate them with the pure core at one `now`, render.
 
+pub mod fleet;
 pub mod gate;
 pub mod gate_watch;
 pub mod lease;
@@ -53,5 +54,13 @@ pub async fn shutdown() {
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Sleeps until `at`, or for ever when there is no such moment (a `select!` arm that never fires).
+pub async fn sleep_opt(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }

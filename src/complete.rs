@@ -1,0 +1,484 @@
+//! Shell completion, two ways:
+//!
+//! - `kubectl dispatch completion SHELL` prints clap_complete's script for `kubectl-dispatch`
+//!   run by that name (bash, zsh, fish, powershell). It needs no cluster.
+//! - kubectl's own plugin completion (kubectl 1.26+): for `kubectl dispatch <TAB>`, kubectl's
+//!   `__complete` runs `kubectl_complete-dispatch` from PATH with the words after the plugin name,
+//!   the last one being the word under the cursor (empty on a fresh word). This binary answers
+//!   when it is called by that name (a symlink; Krew cannot place one): one candidate per line,
+//!   `value<TAB>description` where there is one, then cobra's directive line (`:4`: no file
+//!   completion; `:0`: let the shell complete file names). Names come live from the current
+//!   context (contexts, clusters and users from the kubeconfig; namespaces, ClusterQueues and
+//!   AdmissionChecks from the cluster, through [`connect`](crate::cluster::connect::connect)),
+//!   bounded by a short timeout; any failure just leaves them out.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Arg, ArgAction, Args, CommandFactory, ValueEnum};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DynamicObject, ListParams};
+use kube::core::{ApiResource, GroupVersionKind};
+
+use crate::cli::{Cli, ConnectionArgs};
+use crate::cluster::{connect, fetch};
+use crate::exit::Exit;
+use crate::log::Log;
+
+/// The name kubectl looks for on PATH to complete `kubectl dispatch`.
+pub const COMPLETER: &str = "kubectl_complete-dispatch";
+
+/// How long the live lookups of one completion may take, all together.
+const LOOKUP_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// cobra's ShellCompDirective values.
+const DIRECTIVE_DEFAULT: u8 = 0;
+const DIRECTIVE_NO_FILE: u8 = 4;
+
+#[derive(Debug, Args)]
+pub struct CompletionArgs {
+    /// The shell to write the script for
+    #[arg(value_enum)]
+    pub shell: CompletionShell,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompletionShell {
+    Bash,
+    Zsh,
+    Fish,
+    Powershell,
+}
+
+/// Writes the completion script for `kubectl-dispatch` to `out`.
+pub fn script(shell: CompletionShell, out: &mut dyn Write) {
+    let shell = match shell {
+        CompletionShell::Bash => clap_complete::Shell::Bash,
+        CompletionShell::Zsh => clap_complete::Shell::Zsh,
+        CompletionShell::Fish => clap_complete::Shell::Fish,
+        CompletionShell::Powershell => clap_complete::Shell::PowerShell,
+    };
+    let mut text = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "kubectl-dispatch", &mut text);
+    let mut text = String::from_utf8_lossy(&text).into_owned();
+    if shell == clap_complete::Shell::Bash {
+        // clap_complete 4.6 names the bash cases of a hyphenated binary's subcommands with the
+        // hyphen turned into its subcommand separator, so they never match the state the
+        // script computes (`kubectl__dispatch__subcmd__gate`): subcommand flags would not
+        // complete. Name them as the script looks them up.
+        text = text.replace("kubectl__subcmd__dispatch__subcmd__", "kubectl__dispatch__subcmd__");
+    }
+    let _ = out.write_all(text.as_bytes());
+}
+
+/// `kubectl dispatch completion SHELL`: the script on stdout.
+pub fn print_script(shell: CompletionShell) -> Exit {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    script(shell, &mut out);
+    match out.flush() {
+        Ok(()) => Exit::Yes,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Exit::Yes,
+        Err(e) => {
+            eprintln!("error: cannot write the completion script: {e}");
+            Exit::Failed
+        }
+    }
+}
+
+/// Runs as kubectl's completer if this process was started as `kubectl_complete-dispatch`;
+/// `None` otherwise.
+pub fn as_kubectl_completer() -> Option<Exit> {
+    let mut argv = std::env::args_os();
+    let argv0 = PathBuf::from(argv.next()?);
+    let name = argv0.file_stem()?.to_string_lossy().into_owned();
+    if name != COMPLETER {
+        return None;
+    }
+    let words: Vec<String> = argv.map(|w: OsString| w.to_string_lossy().into_owned()).collect();
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let _ = out.write_all(kubectl_complete(&words, &Live).as_bytes());
+    let _ = out.flush();
+    Some(Exit::Yes)
+}
+
+/// What a completion needs from outside: names from the kubeconfig and the cluster.
+pub trait Names {
+    /// Names for the value of the flag `long` (e.g. `context`, `cluster-queue`), given the
+    /// connection flags typed so far; `None` when this flag has no named values.
+    fn names(&self, long: &str, connection: &ConnectionArgs) -> Option<Vec<String>>;
+}
+
+/// Reads names from the real kubeconfig and cluster.
+pub struct Live;
+
+impl Names for Live {
+    fn names(&self, long: &str, connection: &ConnectionArgs) -> Option<Vec<String>> {
+        let kind = match long {
+            "context" | "cluster" | "user" => return Some(kubeconfig_names(long, connection)),
+            "namespace" => Lookup::Namespaces,
+            "cluster-queue" => Lookup::Kueue("ClusterQueue", "clusterqueues"),
+            "admission-check" => Lookup::Kueue("AdmissionCheck", "admissionchecks"),
+            _ => return None,
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
+        let found = runtime
+            .block_on(async { tokio::time::timeout(LOOKUP_TIMEOUT, lookup(kind, connection)).await.ok().flatten() });
+        Some(found.unwrap_or_default())
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Lookup {
+    Namespaces,
+    Kueue(&'static str, &'static str),
+}
+
+async fn lookup(kind: Lookup, connection: &ConnectionArgs) -> Option<Vec<String>> {
+    let log = Log::silent();
+    let conn = connect::connect(connection, Some(LOOKUP_TIMEOUT), false, &log).await.ok()?;
+    let params = ListParams::default();
+    let list = match kind {
+        Lookup::Namespaces => Api::<Namespace>::all(conn.client.clone()).list_metadata(&params).await.ok()?,
+        Lookup::Kueue(kind, plural) => {
+            let kueue = fetch::discover_kueue(&conn, &log).await.ok()?;
+            let gvk = GroupVersionKind::gvk("kueue.x-k8s.io", &kueue.version, kind);
+            let api: Api<DynamicObject> =
+                Api::all_with(conn.client.clone(), &ApiResource::from_gvk_with_plural(&gvk, plural));
+            let list = api.list_metadata(&params).await.ok()?;
+            return Some(list.items.into_iter().filter_map(|o| o.metadata.name).collect());
+        }
+    };
+    Some(list.items.into_iter().filter_map(|o| o.metadata.name).collect())
+}
+
+fn kubeconfig_names(long: &str, connection: &ConnectionArgs) -> Vec<String> {
+    let config = match &connection.kubeconfig {
+        Some(path) => connect::read_file(path).ok(),
+        None => connect::read_default().ok().flatten(),
+    };
+    let Some(config) = config else { return Vec::new() };
+    match long {
+        "context" => config.contexts.into_iter().map(|c| c.name).collect(),
+        "cluster" => config.clusters.into_iter().map(|c| c.name).collect(),
+        _ => config.auth_infos.into_iter().map(|a| a.name).collect(),
+    }
+}
+
+/// kubectl's completer: `words` are the words after `dispatch`, the last one the word under
+/// the cursor. Returns the candidate lines and the directive line.
+pub fn kubectl_complete(words: &[String], names: &dyn Names) -> String {
+    let mut words: Vec<&str> = words.iter().map(String::as_str).collect();
+    // A shim written for cobra programs passes `__complete` first; accept that too.
+    if matches!(words.first(), Some(&("__complete" | "__completeNoDesc"))) {
+        words.remove(0);
+    }
+    let (current, typed) = match words.split_last() {
+        Some((last, rest)) => (*last, rest),
+        None => ("", &[][..]),
+    };
+    let mut root = Cli::command();
+    root.build();
+    let line = Line::parse(&root, typed);
+    let mut out = Candidates::default();
+    let directive = if let Some(arg) = line.pending {
+        out.values(&arg, current, "", &line.connection, names)
+    } else if let Some((flag, value)) = current.strip_prefix("--").and_then(|c| c.split_once('=')) {
+        match line.find_long(&root, flag) {
+            Some(arg) if takes_value(&arg) => out.values(&arg, value, &format!("--{flag}="), &line.connection, names),
+            _ => DIRECTIVE_NO_FILE,
+        }
+    } else if current.starts_with('-') {
+        out.flags(&line.commands(&root), current);
+        DIRECTIVE_NO_FILE
+    } else {
+        let sub = line.leaf(&root);
+        if line.positionals == 0 && sub.has_subcommands() {
+            for s in sub.get_subcommands().filter(|s| !s.is_hide_set()) {
+                out.push(s.get_name(), s.get_about().map(|a| a.to_string()), current);
+            }
+        } else if let Some(arg) = sub.get_positionals().nth(line.positionals) {
+            for v in arg.get_possible_values().iter().filter(|v| !v.is_hide_set()) {
+                out.push(v.get_name(), v.get_help().map(|h| h.to_string()), current);
+            }
+        }
+        DIRECTIVE_NO_FILE
+    };
+    out.text.push_str(&format!(":{directive}\n"));
+    out.text
+}
+
+fn takes_value(arg: &Arg) -> bool {
+    matches!(arg.get_action(), ArgAction::Set | ArgAction::Append)
+}
+
+/// What the words before the cursor say: the subcommand path, the connection flags, and
+/// whether the last word is a flag still waiting for its value.
+#[derive(Default)]
+struct Line {
+    /// Subcommand names from the root.
+    path: Vec<String>,
+    positionals: usize,
+    pending: Option<Arg>,
+    connection: ConnectionArgs,
+}
+
+impl Line {
+    fn parse(root: &clap::Command, words: &[&str]) -> Line {
+        let mut line = Line::default();
+        let mut i = 0;
+        let mut only_positionals = false;
+        while i < words.len() {
+            let word = words[i];
+            i += 1;
+            if only_positionals || word == "-" || !word.starts_with('-') {
+                let sub = line.leaf(root);
+                match sub.find_subcommand(word) {
+                    Some(s) if line.positionals == 0 && !only_positionals => line.path.push(s.get_name().to_string()),
+                    _ => line.positionals += 1,
+                }
+                continue;
+            }
+            if word == "--" {
+                only_positionals = true;
+                continue;
+            }
+            if let Some(long) = word.strip_prefix("--") {
+                let (name, inline) = match long.split_once('=') {
+                    Some((n, v)) => (n, Some(v.to_string())),
+                    None => (long, None),
+                };
+                let Some(arg) = line.find_long(root, name) else { continue };
+                if takes_value(&arg) {
+                    match inline.or_else(|| words.get(i).map(|w| w.to_string())) {
+                        Some(value) => {
+                            if long.split_once('=').is_none() {
+                                i += 1;
+                            }
+                            line.note(&arg, value);
+                        }
+                        None => line.pending = Some(arg),
+                    }
+                }
+                continue;
+            }
+            // Short flags, possibly clustered (`-An`) or with the value attached (`-nfoo`).
+            let shorts: Vec<char> = word[1..].chars().collect();
+            for (k, c) in shorts.iter().enumerate() {
+                let Some(arg) = line.find_short(root, *c) else { break };
+                if takes_value(&arg) {
+                    let rest: String = shorts[k + 1..].iter().collect();
+                    let rest = rest.strip_prefix('=').map(str::to_string).unwrap_or(rest);
+                    if !rest.is_empty() {
+                        line.note(&arg, rest);
+                    } else if let Some(value) = words.get(i) {
+                        i += 1;
+                        line.note(&arg, value.to_string());
+                    } else {
+                        line.pending = Some(arg);
+                    }
+                    break;
+                }
+            }
+        }
+        line
+    }
+
+    /// Keeps the connection flags, for the live lookups.
+    fn note(&mut self, arg: &Arg, value: String) {
+        let c = &mut self.connection;
+        match arg.get_long() {
+            Some("kubeconfig") => c.kubeconfig = Some(PathBuf::from(value)),
+            Some("context") => c.context = Some(value),
+            Some("cluster") => c.cluster = Some(value),
+            Some("user") => c.user = Some(value),
+            Some("as") => c.impersonate = Some(value),
+            Some("as-group") => c.impersonate_groups.push(value),
+            Some("namespace") => c.namespace = Some(value),
+            _ => {}
+        }
+    }
+
+    /// The commands in scope, innermost first (global flags live on the root).
+    fn commands<'a>(&self, root: &'a clap::Command) -> Vec<&'a clap::Command> {
+        let mut chain = vec![root];
+        for name in &self.path {
+            match chain.last().and_then(|c| c.find_subcommand(name)) {
+                Some(s) => chain.push(s),
+                None => break,
+            }
+        }
+        chain.reverse();
+        chain
+    }
+
+    fn leaf<'a>(&self, root: &'a clap::Command) -> &'a clap::Command {
+        self.commands(root)[0]
+    }
+
+    fn find_long(&self, root: &clap::Command, name: &str) -> Option<Arg> {
+        self.commands(root).into_iter().find_map(|c| c.get_arguments().find(|a| a.get_long() == Some(name)).cloned())
+    }
+
+    fn find_short(&self, root: &clap::Command, short: char) -> Option<Arg> {
+        self.commands(root).into_iter().find_map(|c| c.get_arguments().find(|a| a.get_short() == Some(short)).cloned())
+    }
+}
+
+#[derive(Default)]
+struct Candidates {
+    text: String,
+    seen: Vec<String>,
+}
+
+impl Candidates {
+    /// Adds `value` if it starts with `prefix`. Nothing with a control character gets out:
+    /// names from a kubeconfig or a cluster must not reach the shell as more than one line.
+    fn push(&mut self, value: &str, help: Option<String>, prefix: &str) {
+        if !value.starts_with(prefix) || value.chars().any(char::is_control) || self.seen.iter().any(|s| s == value) {
+            return;
+        }
+        self.seen.push(value.to_string());
+        self.text.push_str(value);
+        if let Some(help) = help.as_deref().and_then(|h| h.lines().next()).filter(|h| !h.is_empty()) {
+            let help: String = help.chars().filter(|c| !c.is_control()).collect();
+            self.text.push('\t');
+            self.text.push_str(&help);
+        }
+        self.text.push('\n');
+    }
+
+    fn flags(&mut self, commands: &[&clap::Command], current: &str) {
+        for command in commands {
+            for arg in command.get_arguments().filter(|a| !a.is_hide_set()) {
+                let help = arg.get_help().map(|h| h.to_string());
+                if let Some(long) = arg.get_long() {
+                    self.push(&format!("--{long}"), help.clone(), current);
+                }
+                if let Some(short) = arg.get_short() {
+                    self.push(&format!("-{short}"), help, current);
+                }
+            }
+        }
+    }
+
+    /// Values for `arg` that start with `current`, each written after `lead` (`--flag=` when
+    /// completing that form). Returns the directive.
+    fn values(&mut self, arg: &Arg, current: &str, lead: &str, connection: &ConnectionArgs, names: &dyn Names) -> u8 {
+        let possible = arg.get_possible_values();
+        if !possible.is_empty() {
+            for v in possible.iter().filter(|v| !v.is_hide_set()) {
+                self.push(
+                    &format!("{lead}{}", v.get_name()),
+                    v.get_help().map(|h| h.to_string()),
+                    &format!("{lead}{current}"),
+                );
+            }
+            return DIRECTIVE_NO_FILE;
+        }
+        let long = arg.get_long().unwrap_or_default();
+        if matches!(long, "kubeconfig" | "config") {
+            return DIRECTIVE_DEFAULT;
+        }
+        let mut found = names.names(long, connection).unwrap_or_default();
+        found.sort();
+        for name in found {
+            self.push(&format!("{lead}{name}"), None, &format!("{lead}{current}"));
+        }
+        DIRECTIVE_NO_FILE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Fake;
+
+    impl Names for Fake {
+        fn names(&self, long: &str, connection: &ConnectionArgs) -> Option<Vec<String>> {
+            match long {
+                "context" => Some(vec!["admin".into(), "viewer".into()]),
+                "cluster-queue" => {
+                    Some(vec![format!("cq-{}", connection.context.as_deref().unwrap_or("current")), "team-b".into()])
+                }
+                "namespace" => Some(vec!["default".into(), "ml\nevil".into(), "kube-system".into()]),
+                _ => None,
+            }
+        }
+    }
+
+    fn complete(words: &[&str]) -> Vec<String> {
+        let words: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+        kubectl_complete(&words, &Fake).lines().map(str::to_string).collect()
+    }
+
+    fn values(lines: &[String]) -> Vec<&str> {
+        lines.iter().map(|l| l.split('\t').next().unwrap_or_default()).collect()
+    }
+
+    #[test]
+    fn verbs_on_a_fresh_word() {
+        let lines = complete(&[""]);
+        assert_eq!(values(&lines), ["gate", "lease", "completion", ":4"]);
+        assert!(lines[0].starts_with("gate\tThe readmission gate"), "{lines:?}");
+        assert_eq!(values(&complete(&["l"])), ["lease", ":4"]);
+        assert_eq!(values(&complete(&["__complete", "g"])), ["gate", ":4"]);
+    }
+
+    #[test]
+    fn live_names_for_flag_values() {
+        assert_eq!(values(&complete(&["gate", "--cluster-queue", ""])), ["cq-current", "team-b", ":4"]);
+        assert_eq!(values(&complete(&["gate", "--context", "viewer", "--cluster-queue", "c"])), ["cq-viewer", ":4"]);
+        assert_eq!(values(&complete(&["--context", "v"])), ["viewer", ":4"]);
+        assert_eq!(values(&complete(&["gate", "--context=a"])), ["--context=admin", ":4"]);
+        // A name with a control character never reaches the shell.
+        assert_eq!(values(&complete(&["lease", "-n", ""])), ["default", "kube-system", ":4"]);
+        assert_eq!(values(&complete(&["gate", "-A", "--cluster-queue", "team"])), ["team-b", ":4"]);
+    }
+
+    #[test]
+    fn enums_files_and_flags() {
+        assert_eq!(values(&complete(&["gate", "-o", ""])), ["table", "wide", "json", "yaml", ":4"]);
+        assert_eq!(values(&complete(&["gate", "--kubeconfig", ""])), [":0"]);
+        assert_eq!(values(&complete(&["completion", ""])), ["bash", "zsh", "fish", "powershell", ":4"]);
+        let flags = complete(&["gate", "--cl"]);
+        assert_eq!(values(&flags), ["--cluster-queue", "--cluster", ":4"]);
+        assert_eq!(values(&complete(&["lease", "--all-s"])), [":4"], "--all-states belongs to gate only");
+        assert_eq!(values(&complete(&["gate", "--request-timeout", ""])), [":4"]);
+    }
+
+    #[test]
+    fn the_bash_script_completes_subcommand_flags() {
+        let mut out = Vec::new();
+        script(CompletionShell::Bash, &mut out);
+        let script = String::from_utf8(out).expect("utf-8");
+        let complete = |line: &str| {
+            let words: Vec<&str> = line.split(' ').collect();
+            let (cur, prev) = (words[words.len() - 1], words[words.len() - 2]);
+            let driver = format!(
+                "{script}\nCOMP_WORDS=({line}); COMP_CWORD={}; COMP_LINE='{line}'; COMP_POINT=${{#COMP_LINE}}\n\
+                 _kubectl__dispatch kubectl-dispatch '{cur}' '{prev}'; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+                words.len() - 1
+            );
+            let out = std::process::Command::new("bash").args(["--norc", "-c", &driver]).output().expect("bash");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        assert!(complete("kubectl-dispatch gate --all").lines().any(|l| l == "--all-states"));
+        assert!(complete("kubectl-dispatch l").lines().any(|l| l == "lease"));
+        assert!(complete("kubectl-dispatch completion p").lines().any(|l| l == "powershell"));
+    }
+
+    #[test]
+    fn scripts_for_each_shell() {
+        for shell in [CompletionShell::Bash, CompletionShell::Zsh, CompletionShell::Fish, CompletionShell::Powershell] {
+            let mut out = Vec::new();
+            script(shell, &mut out);
+            let text = String::from_utf8(out).expect("utf-8");
+            assert!(text.contains("kubectl-dispatch") && text.contains("cluster-queue"), "{shell:?}:\n{text}");
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! The fleet view: one row per context and ClusterQueue; `-o json|yaml` gives every report.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use super::sanitize::cell;
+use super::table;
+use crate::cli::Format;
+use crate::report::{GateDocument, GateRun, SCHEMA};
+use crate::settings::Output;
+
+pub const HEADERS: &[&str] = &["context", "clusterqueue", "verdict", "reason", "waiting"];
+
+/// One context's gate, or why it could not be judged.
+pub struct ContextResult {
+    pub context: String,
+    pub outcome: Result<GateRun, String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FleetDocument {
+    schema: &'static str,
+    kind: &'static str,
+    contexts: Vec<ContextDoc>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ContextDoc {
+    context: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    report: Option<GateDocument>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+pub fn render(results: &[ContextResult], output: Output, out: &mut dyn Write) -> io::Result<()> {
+    match output.format {
+        Format::Json | Format::Yaml => {
+            let doc = FleetDocument {
+                schema: SCHEMA,
+                kind: "FleetReport",
+                contexts: results
+                    .iter()
+                    .map(|r| ContextDoc {
+                        context: r.context.clone(),
+                        report: r.outcome.as_ref().ok().map(GateRun::document),
+                        error: r.outcome.as_ref().err().cloned(),
+                    })
+                    .collect(),
+            };
+            if output.format == Format::Json {
+                super::structured::json(out, &doc)
+            } else {
+                super::structured::yaml(out, &doc)
+            }
+        }
+        Format::Table | Format::Wide => {
+            let max = (output.format == Format::Table).then_some(80);
+            let rows: Vec<Vec<String>> = results.iter().flat_map(|r| rows(r, max)).collect();
+            table::write(out, HEADERS, &rows, output.no_headers)
+        }
+    }
+}
+
+fn rows(r: &ContextResult, max: Option<usize>) -> Vec<Vec<String>> {
+    let context = cell(&r.context, None);
+    match &r.outcome {
+        Err(e) => vec![vec![context, String::new(), "error".into(), cell(e, max), String::new()]],
+        Ok(run) => run
+            .report
+            .chains
+            .iter()
+            .map(|chain| {
+                let waiting = run
+                    .waiting
+                    .found()
+                    .map(|ws| {
+                        ws.iter()
+                            .filter(|w| w.is_stalled() && w.cluster_queue == chain.cluster_queue)
+                            .count()
+                            .to_string()
+                    })
+                    .unwrap_or_else(|| "?".into());
+                vec![
+                    context.clone(),
+                    cell(chain.cluster_queue.as_deref().unwrap_or(""), None),
+                    chain.verdict.as_str().to_string(),
+                    cell(chain.reason.as_deref().unwrap_or(""), max),
+                    waiting,
+                ]
+            })
+            .collect(),
+    }
+}

@@ -1,0 +1,327 @@
+//! Installing through Krew for real, and kubectl's plugin completion, end to end: the release
+//! command's archives and manifest, krew's own validator (with its install step), `kubectl krew
+//! install --manifest --archive` into a temporary KREW_ROOT, the installed plugin run through
+//! kubectl against the test cluster, `kubectl krew uninstall`; and `kubectl __complete dispatch
+//! ...` answered by this binary as `kubectl_complete-dispatch`.
+//!
+//! Krew and validate-krew-manifest are built from the pinned Go module in tools/krew into the
+//! cache (tools/ensure). Nothing here reaches beyond 127.0.0.1.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use support::fixtures::{self, Scenario};
+use support::{Cluster, Run, repo, unique};
+
+const PLATFORMS: [(&str, &str); 5] =
+    [("linux", "amd64"), ("linux", "arm64"), ("darwin", "amd64"), ("darwin", "arm64"), ("windows", "amd64")];
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(unique(&format!("dispatch-{tag}")));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn output(mut cmd: Command) -> Run {
+    let out: Output = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+    Run::from(out)
+}
+
+fn must(what: &str, run: Run) -> Run {
+    assert_eq!(run.code, 0, "{what} failed\nstdout:\n{}\nstderr:\n{}", run.stdout, run.stderr);
+    run
+}
+
+/// The caller's PATH without any folder that holds a kubectl-dispatch (the cargo target dir, a
+/// `cargo install`), so the only plugin kubectl can find is the one a test puts first.
+fn clean_path() -> String {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let kept: Vec<PathBuf> = std::env::split_paths(&path)
+        .filter(|d| {
+            ["kubectl-dispatch", "kubectl_complete-dispatch", "kubectl-krew"]
+                .iter()
+                .all(|f| std::fs::symlink_metadata(d.join(f)).is_err())
+        })
+        .collect();
+    std::env::join_paths(kept).expect("PATH").into_string().expect("PATH is UTF-8")
+}
+
+fn with_path(first: &[&Path]) -> String {
+    let mut dirs: Vec<String> = first.iter().map(|d| d.display().to_string()).collect();
+    dirs.push(clean_path());
+    dirs.join(":")
+}
+
+/// Builds (once, into the cache) and returns the pinned krew tools.
+fn krew_tools() -> (PathBuf, PathBuf) {
+    let run = must(
+        "tools/ensure",
+        output({
+            let mut c = Command::new(repo().join("tools/ensure"));
+            c.args(["krew", "validate-krew-manifest"]);
+            c
+        }),
+    );
+    let paths: Vec<PathBuf> = run.stdout.lines().map(PathBuf::from).collect();
+    assert_eq!(paths.len(), 2, "{}", run.stdout);
+    (paths[0].clone(), paths[1].clone())
+}
+
+/// This machine's Krew platform, as the release command names it.
+fn host_platform() -> (&'static str, &'static str) {
+    let os = match std::env::consts::OS {
+        "macos" => "darwin",
+        other => other,
+    };
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    (os, arch)
+}
+
+/// Serves the files of `dir` on 127.0.0.1 over plain HTTP/1.1, one request per connection,
+/// from a thread that lives as long as the test binary. Returns the base URL and a count of
+/// the files served.
+fn serve(dir: PathBuf) -> (String, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+    let base = format!("http://{}", listener.local_addr().expect("address"));
+    let served = Arc::new(AtomicUsize::new(0));
+    let count = served.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().expect("clone stream"));
+            let mut request = String::new();
+            if reader.read_line(&mut request).is_err() {
+                continue;
+            }
+            loop {
+                let mut header = String::new();
+                match reader.read_line(&mut header) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) if header == "\r\n" || header == "\n" => break,
+                    Ok(_) => {}
+                }
+            }
+            let path = request.split_whitespace().nth(1).unwrap_or("/");
+            let name = path.trim_start_matches('/');
+            let body = (!name.is_empty() && !name.contains(['/', '\\']) && !name.starts_with('.'))
+                .then(|| std::fs::read(dir.join(name)).ok())
+                .flatten();
+            let _ = match body {
+                Some(body) => {
+                    count.fetch_add(1, Ordering::SeqCst);
+                    write!(
+                        stream,
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    )
+                    .and_then(|()| stream.write_all(&body))
+                }
+                None => write!(stream, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"),
+            };
+        }
+    });
+    (base, served)
+}
+
+#[test]
+fn krew_validates_installs_runs_and_uninstalls_the_release() {
+    let c = Cluster::shared();
+    let (krew, validate) = krew_tools();
+    let work = temp_dir("krew");
+    // kubectl finds krew only as kubectl-krew on PATH.
+    let krew_bin = work.join("krew-bin");
+    std::fs::create_dir_all(&krew_bin).expect("mkdir");
+    std::os::unix::fs::symlink(&krew, krew_bin.join("kubectl-krew")).expect("symlink kubectl-krew");
+
+    // The release command, as a release is made: build this machine's binary, pack it, render.
+    let dist = work.join("dist");
+    let release = must(
+        "scripts/release",
+        output({
+            let mut cmd = Command::new(repo().join("scripts/release"));
+            cmd.arg("--out").arg(&dist);
+            cmd
+        }),
+    );
+    let (os, arch) = host_platform();
+    let archive = dist.join(format!("kubectl-dispatch-{os}-{arch}.tar.gz"));
+    let manifest = dist.join("krew/dispatch.yaml");
+    assert!(archive.is_file() && manifest.is_file(), "{}", release.stderr);
+    let rendered = std::fs::read_to_string(&manifest).expect("manifest");
+    assert_eq!(rendered.matches("- selector:").count(), 1, "only the platform built:\n{rendered}");
+
+    // krew's own validation downloads and installs every platform of the manifest (KREW_OS,
+    // KREW_ARCH), so every platform needs an archive it can fetch. This machine builds only its
+    // own binary: the other four archives pack that same binary under the other platforms'
+    // names, purely so the validator can download, check and extract them (it never runs
+    // them). The release workflow (.github/workflows/release.yml) builds the real ones.
+    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo().join("target"));
+    let binary = target.join("release/kubectl-dispatch");
+    let served_dir = work.join("served");
+    std::fs::create_dir_all(&served_dir).expect("mkdir");
+    let (base, served) = serve(served_dir.clone());
+    let mut cmd = Command::new(repo().join("scripts/release"));
+    cmd.arg("--out").arg(&served_dir).args(["--uri-base", &base]);
+    for (os, arch) in PLATFORMS {
+        cmd.arg("--binary").arg(format!("{os}/{arch}={}", binary.display()));
+    }
+    must("scripts/release --binary ...", output(cmd));
+    let host_archive = format!("kubectl-dispatch-{os}-{arch}.tar.gz");
+    assert_eq!(
+        std::fs::read(served_dir.join(&host_archive)).ok(),
+        std::fs::read(&archive).ok(),
+        "packing the same binary again gives the same archive"
+    );
+    let served_manifest = served_dir.join("krew/dispatch.yaml");
+    let text = std::fs::read_to_string(&served_manifest).expect("manifest");
+    assert_eq!(text.matches(&format!("uri: {base}/")).count(), 5, "{text}");
+    let mut cmd = Command::new(&validate);
+    cmd.arg("-manifest").arg(&served_manifest).env("PATH", with_path(&[&krew_bin]));
+    let validated = must("validate-krew-manifest", output(cmd));
+    assert!(validated.stderr.contains("all 5 spec.platforms installed fine"), "{}", validated.stderr);
+    assert!(served.load(Ordering::SeqCst) >= 5, "the validator downloaded every archive from {base}");
+
+    // `kubectl krew install --manifest --archive` into a temporary KREW_ROOT. krew list and
+    // uninstall need an index folder that is a git repository.
+    let root = work.join("krew-root");
+    let index = root.join("index/default");
+    std::fs::create_dir_all(&index).expect("mkdir");
+    must(
+        "git init",
+        output({
+            let mut g = Command::new("git");
+            g.args(["init", "-q"]).arg(&index);
+            g
+        }),
+    );
+    let root_bin = root.join("bin");
+    let path = with_path(&[&root_bin, &krew_bin]);
+    let kubectl = |args: &[&str]| {
+        let mut cmd = c.command("kubectl", args);
+        cmd.env("PATH", &path).env("KREW_ROOT", &root).env("KREW_NO_UPGRADE_CHECK", "1");
+        output(cmd)
+    };
+    let manifest_arg = format!("--manifest={}", manifest.display());
+    let archive_arg = format!("--archive={}", archive.display());
+    let install = must("kubectl krew install", kubectl(&["krew", "install", &manifest_arg, &archive_arg]));
+    assert!(install.stderr.contains("Installed plugin: dispatch"), "{}", install.stderr);
+    let version = format!("v{}", env!("CARGO_PKG_VERSION"));
+    let store = root.join("store/dispatch").join(&version);
+    assert!(store.join("kubectl-dispatch").is_file() && store.join("LICENSE").is_file());
+    assert_eq!(std::fs::read_link(root_bin.join("kubectl-dispatch")).ok(), Some(store.join("kubectl-dispatch")));
+
+    // kubectl sees it, from KREW_ROOT/bin and nowhere else.
+    let list = kubectl(&["plugin", "list"]);
+    let plugins: Vec<&str> = list.stdout.lines().filter(|l| l.ends_with("/kubectl-dispatch")).collect();
+    assert_eq!(plugins, [root_bin.join("kubectl-dispatch").display().to_string()], "{}{}", list.stdout, list.stderr);
+    let krew_list = must("kubectl krew list", kubectl(&["krew", "list"]));
+    assert!(krew_list.has_line("detached/dispatch") || krew_list.has_line("dispatch"), "{}", krew_list.stdout);
+
+    // The Krew-installed binary answers through kubectl, against the test cluster.
+    let s = Scenario::new("krew");
+    c.apply(&s.healthy_yaml());
+    let mut args = vec!["dispatch"];
+    args.extend(s.args("gate", &[]));
+    let gate = kubectl(&args);
+    gate.expect_code(0).expect_line("ReadmissionGate: yes (the adapter writes)");
+    assert!(gate.stdout.contains(&format!("ClusterQueue {}", s.cq)), "{}", gate.stdout);
+
+    // The README's one command for completion: the completer beside the installed plugin.
+    let link = r#"ln -sf kubectl-dispatch "$(dirname "$(command -v kubectl-dispatch)")/kubectl_complete-dispatch""#;
+    let mut sh = c.command("bash", &["-c", link]);
+    sh.env("PATH", &path);
+    must("the completion symlink", output(sh));
+    let complete = must("kubectl __complete", kubectl(&["__complete", "dispatch", "gate", "--cluster-queue", &s.cq]));
+    assert_eq!(complete.lines(), [s.cq.as_str(), ":4"], "{}", complete.stderr);
+    std::fs::remove_file(root_bin.join("kubectl_complete-dispatch")).expect("remove the completer link");
+
+    // Uninstall leaves nothing of the plugin behind.
+    let uninstall = must("kubectl krew uninstall", kubectl(&["krew", "uninstall", "dispatch"]));
+    assert!(uninstall.stderr.contains("Uninstalled plugin: dispatch"), "{}", uninstall.stderr);
+    for gone in [root.join("store/dispatch"), root.join("receipts/dispatch.yaml"), root_bin.join("kubectl-dispatch")] {
+        assert!(std::fs::symlink_metadata(&gone).is_err(), "{} is left behind", gone.display());
+    }
+    for dir in ["bin", "store", "receipts"] {
+        let left: Vec<_> = std::fs::read_dir(root.join(dir)).expect("read dir").collect();
+        assert!(left.is_empty(), "{dir}/ still holds {left:?}");
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+#[test]
+fn kubectl_completes_the_plugin_through_kubectl_complete_dispatch() {
+    let c = Cluster::shared();
+    let t = unique("complete");
+    let (cq_a, cq_b, check, ns) = (format!("cq-a-{t}"), format!("cq-b-{t}"), format!("check-{t}"), format!("ns-{t}"));
+    c.apply(
+        &[
+            fixtures::admission_check(&check, "dispatch-admission", Some(true)),
+            fixtures::cluster_queue(&cq_a, &[&check]),
+            fixtures::cluster_queue(&cq_b, &[]),
+            fixtures::namespace(&ns),
+        ]
+        .concat(),
+    );
+    // kubectl runs kubectl_complete-dispatch from PATH: here a symlink to the fresh binary.
+    let dir = temp_dir("completer");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_kubectl-dispatch"), dir.join("kubectl_complete-dispatch"))
+        .expect("symlink");
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_kubectl-dispatch"));
+    let path = with_path(&[&dir, bin.parent().expect("folder")]);
+    let complete = |words: &[&str]| {
+        let mut args = vec!["__complete", "dispatch"];
+        args.extend_from_slice(words);
+        let mut cmd = c.command("kubectl", &args);
+        cmd.env("PATH", &path);
+        let run = must("kubectl __complete", output(cmd));
+        assert_eq!(run.lines().last(), Some(&":4"), "the directive line ends it:\n{}", run.stdout);
+        run
+    };
+
+    let cqs = complete(&["gate", "--cluster-queue", ""]);
+    assert!(cqs.has_line(&cq_a) && cqs.has_line(&cq_b), "{}", cqs.stdout);
+    let some = complete(&["gate", "-A", "--cluster-queue", &format!("cq-a-{t}")[..6]]);
+    assert!(some.has_line(&cq_a) && !some.has_line(&cq_b), "filtered by the prefix typed:\n{}", some.stdout);
+    let checks = complete(&["gate", "--admission-check", "check-"]);
+    assert!(checks.has_line(&check), "{}", checks.stdout);
+    let namespaces = complete(&["lease", "-n", ""]);
+    assert!(namespaces.has_line(&ns) && namespaces.has_line("default"), "{}", namespaces.stdout);
+    let contexts = complete(&["--context", ""]);
+    for context in ["admin", "viewer"] {
+        assert!(contexts.has_line(context), "{}", contexts.stdout);
+    }
+    // Another context's lookups go through that context: viewer may list ClusterQueues too.
+    let viewer = complete(&["gate", "--context", "viewer", "--cluster-queue", ""]);
+    assert!(viewer.has_line(&cq_a), "{}", viewer.stdout);
+
+    let verbs = complete(&[""]);
+    assert!(verbs.stdout.starts_with("gate\t") && verbs.stdout.contains("\nlease\t"), "{}", verbs.stdout);
+    let flags = complete(&["gate", "--all"]);
+    assert!(
+        flags.stdout.starts_with("--all-states\t") && flags.stdout.contains("\n--all-namespaces\t"),
+        "{}",
+        flags.stdout
+    );
+
+    // With no cluster to ask, the names are left out and the directive still ends it.
+    let mut cmd = c.command("kubectl", &["__complete", "dispatch", "gate", "--cluster-queue", ""]);
+    cmd.env("PATH", &path).env("KUBECONFIG", dir.join("missing"));
+    let offline = must("kubectl __complete without a cluster", output(cmd));
+    assert_eq!(offline.lines(), [":4"], "{}", offline.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+}
