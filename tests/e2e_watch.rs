@@ -286,3 +286,17 @@ fn gate_watch_prints_the_chain_when_the_verdict_changes() {
     let (code, _, _) = w.stop();
     assert_eq!(code, 0);
 }
+
+#[test]
+fn a_watch_whose_reader_goes_away_ends_quietly_with_0() {
+    let c = Cluster::shared();
+    let s = Scenario::new("w-pipe");
+    leased(c, &s);
+    let _ctl = Controller::start(c, &s.lease_ns, &s.lease_name, "ctl-a_1", 15);
+    // head takes the first row and leaves; the next renewal's row meets a closed pipe.
+    let script = format!("set -o pipefail; kubectl dispatch lease --watch -o json --lease {} | head -n 1 >/dev/null", s.lease);
+    let out = c.command("bash", &["-c", &script]).output().unwrap();
+    let run = Run::from(out);
+    run.expect_code(0);
+    assert_eq!(run.stderr, "", "nothing on stderr");
+}
