@@ -38,11 +38,12 @@ fn a_stopped_controller_goes_stale_with_no_event_from_the_server() {
     let stale = w.wait_for("the stale row", 30 * S, is_event("stale"));
     let (_, v) = json_event(&stale).unwrap();
     assert_eq!(v["lease"]["status"], "stale");
+    // At the deadline the age is 10 s; a loaded machine may read the clock a second later.
+    let detail = v["detail"].as_str().unwrap();
     assert!(
-        v["detail"]
-            .as_str()
-            .unwrap()
-            .starts_with("the admission controller's Lease was last renewed 10s ago, beyond 10s"),
+        ["10s", "11s"]
+            .iter()
+            .any(|age| detail == format!("the admission controller's Lease was last renewed {age} ago, beyond 10s")),
         "{v}"
     );
     let (code, _, stderr) = w.stop();
@@ -66,7 +67,7 @@ fn a_rolling_restart_inside_the_window_shows_the_takeover_and_never_stale() {
     assert_eq!(v["lease"]["holder"], "ctl-b_2");
     assert_eq!(v["lease"]["leaseTransitions"], 1);
     let gap = v["gapSeconds"].as_i64().unwrap();
-    assert!((15..=19).contains(&gap), "gap {gap}");
+    assert!((15..=22).contains(&gap), "gap {gap}");
     assert!(
         v["detail"]
             .as_str()
@@ -280,7 +281,12 @@ fn gate_watch_prints_the_chain_when_the_verdict_changes() {
     w.wait_for("the waiting count", 10 * S, |l| l.ends_with(" 1 workload waits at dispatch's Pending check"));
     ctl.stop();
     let no = w.wait_for("the verdict going no", 30 * S, |l| l.starts_with("ReadmissionGate: no (observe-only): "));
-    assert!(no.contains("the admission controller's Lease was last renewed 10s ago, beyond 10s"), "{no}");
+    assert!(
+        ["10s", "11s"].iter().any(
+            |age| no.ends_with(&format!("the admission controller's Lease was last renewed {age} ago, beyond 10s"))
+        ),
+        "{no}"
+    );
     c.apply(&fixtures::workload(&s.ns, "job-2", &s.lq, Some(&s.cq), &[(&s.check, "Pending", "waiting", 5)]));
     w.wait_for("the new waiting count", 20 * S, |l| l.ends_with(" 2 workloads wait at dispatch's Pending check"));
     let (code, _, _) = w.stop();
@@ -294,7 +300,8 @@ fn a_watch_whose_reader_goes_away_ends_quietly_with_0() {
     leased(c, &s);
     let _ctl = Controller::start(c, &s.lease_ns, &s.lease_name, "ctl-a_1", 15);
     // head takes the first row and leaves; the next renewal's row meets a closed pipe.
-    let script = format!("set -o pipefail; kubectl dispatch lease --watch -o json --lease {} | head -n 1 >/dev/null", s.lease);
+    let script =
+        format!("set -o pipefail; kubectl dispatch lease --watch -o json --lease {} | head -n 1 >/dev/null", s.lease);
     let out = c.command("bash", &["-c", &script]).output().unwrap();
     let run = Run::from(out);
     run.expect_code(0);
