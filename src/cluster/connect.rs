@@ -62,7 +62,7 @@ pub async fn connect(
         ),
     );
     let namespace = config.default_namespace.clone();
-    let client = Client::try_from(config).map_err(|e| Error::Kubeconfig(crate::cluster::failure::root_cause(&e)))?;
+    let client = super::client::build(config)?;
     Ok(Connection { client, server, namespace, context })
 }
 

@@ -28,7 +28,8 @@ const PAGE: u32 = 500;
 #[derive(Debug, Clone)]
 pub struct Kueue {
     pub version: String,
-    pub server_date: Option<Timestamp>,
+    /// The apiserver's `Date` header, and this machine's clock when that response arrived.
+    pub server_date: Option<(Timestamp, Timestamp)>,
 }
 
 impl Kueue {
@@ -45,12 +46,13 @@ pub async fn discover_kueue(conn: &Connection, log: &Log) -> Result<Kueue, Error
     let request = http::Request::get(&path).body(Vec::<u8>::new()).map_err(|e| Error::Usage(e.to_string()))?;
     let response = conn.client.send(request.map(Into::into)).await.map_err(|e| stop(e, conn, "the Kueue API group"))?;
     let status = response.status();
+    let arrived = Timestamp::now();
     let server_date = response
         .headers()
         .get(http::header::DATE)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| k8s_openapi::jiff::fmt::rfc2822::parse(v).ok())
-        .map(|z| z.timestamp());
+        .map(|z| (z.timestamp(), arrived));
     log.info(6, &format!("GET {path} {} in {}ms", status.as_u16(), started.elapsed().as_millis()));
     match status.as_u16() {
         200 => {}

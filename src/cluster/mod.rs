@@ -1,6 +1,7 @@
 //! The imperative shell's cluster side: connecting the way kubectl does, and reading the facts
 //! the core judges. It only ever sends get, list and watch.
 
+pub mod client;
 pub mod connect;
 pub mod failure;
 pub mod fetch;

@@ -64,8 +64,9 @@ async fn judge_one(
         all_namespaces: args.all_namespaces,
         timeout: None,
     };
+    let now = clock.now();
     let collected = gate::collect(&conn, &gate_opts, log).await.map_err(|e| e.to_string())?;
-    Ok(gate::judge(collected, &gate_opts, &conn.namespace, clock.now()))
+    Ok(gate::judge(collected, &gate_opts, &conn.namespace, now))
 }
 
 /// The exit of a fleet: a proven *no* anywhere wins, then a context that could not be judged

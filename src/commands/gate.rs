@@ -28,7 +28,7 @@ pub struct GateOptions<'a> {
 pub struct Collected {
     pub facts: GateFacts,
     pub waiting: Fetched<Vec<waiting::Waiting>>,
-    pub server_date: Option<k8s_openapi::jiff::Timestamp>,
+    pub server_date: Option<(k8s_openapi::jiff::Timestamp, k8s_openapi::jiff::Timestamp)>,
 }
 
 /// Reads everything the gate needs, concurrently: discovery and the Lease first, then the
@@ -68,7 +68,8 @@ pub fn judge(
     now: k8s_openapi::jiff::Timestamp,
 ) -> GateRun {
     let report = gate::evaluate(opts.settings, &collected.facts, now);
-    let mut warnings: Vec<String> = skew::server_clock(collected.server_date, now).into_iter().collect();
+    let mut warnings: Vec<String> =
+        collected.server_date.and_then(|(server, local)| skew::server_clock(Some(server), local)).into_iter().collect();
     warnings.extend(skew::lease_in_future(report.lease.facts.as_ref(), now));
     if let Fetched::Forbidden(d) = &collected.waiting {
         warnings.push(format!("cannot show waiting Workloads: missing RBAC: {}", d.rule));
@@ -78,8 +79,10 @@ pub fn judge(
 }
 
 pub async fn run(conn: &Connection, opts: &GateOptions<'_>, deps: &mut Deps<'_>) -> Result<Exit, Error> {
+    // `now` is read once, as the reads start: a long Workload list must not age the Lease.
+    let now = deps.clock.now();
     let collected = bounded(opts.timeout, &conn.server, collect(conn, opts, deps.log)).await?;
-    let run = judge(collected, opts, &conn.namespace, deps.clock.now());
+    let run = judge(collected, opts, &conn.namespace, now);
     for w in &run.warnings {
         let _ = writeln!(deps.err, "Warning: {w}");
     }

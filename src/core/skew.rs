@@ -26,9 +26,11 @@ pub fn server_clock(server_date: Option<Timestamp>, now: Timestamp) -> Option<St
     ))
 }
 
-/// A renewTime in the future: the rule still passes it, but the holder's clock is ahead.
+/// A renewTime more than a second in the future: the rule still passes it, but the holder's
+/// clock is ahead. (Within a second it is a renewal made while the request was under way,
+/// since `now` is read as the reads start.)
 pub fn lease_in_future(facts: Option<&LeaseFacts>, now: Timestamp) -> Option<String> {
-    let ahead = future_skew(facts?, now)?;
+    let ahead = future_skew(facts?, now).filter(|a| *a > SignedDuration::from_secs(1))?;
     Some(format!(
         "the Lease's renewTime is {} in the future: the holder's clock is ahead of this machine's",
         go_seconds(ahead.as_secs().max(1))
@@ -50,5 +52,17 @@ mod tests {
         assert!(server_clock(Some(t("2026-11-30T11:59:59Z")), now).unwrap().contains("about 3s ahead of"));
         assert!(server_clock(Some(t("2026-11-30T12:00:10Z")), now).unwrap().contains("about 6s behind"));
         assert_eq!(server_clock(None, now), None);
+    }
+
+    #[test]
+    fn a_renewal_during_the_request_is_not_skew() {
+        let now = t("2026-11-30T12:00:00Z");
+        let facts = |renewed: &str| LeaseFacts { renew_time: Some(t(renewed)), ..Default::default() };
+        assert_eq!(lease_in_future(Some(&facts("2026-11-30T12:00:00.800Z")), now), None);
+        assert!(
+            lease_in_future(Some(&facts("2026-11-30T12:00:05Z")), now)
+                .unwrap()
+                .starts_with("the Lease's renewTime is 5s")
+        );
     }
 }
