@@ -117,9 +117,67 @@ fn outcome<T>(r: &Result<T, kube::Error>) -> String {
     }
 }
 
+/// One list, read page by page (limit 500).
+struct Pager<'a, K> {
+    api: Api<K>,
+    what: &'a str,
+    conn: &'a Connection,
+    log: &'a Log,
+    next: Option<ListParams>,
+    forbidden: bool,
+}
+
+impl<'a, K> Pager<'a, K>
+where
+    K: kube::Resource + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    fn new(api: Api<K>, what: &'a str, conn: &'a Connection, log: &'a Log) -> Self {
+        Pager { api, what, conn, log, next: Some(ListParams::default().limit(PAGE)), forbidden: false }
+    }
+
+    /// The next page's items; `None` once the list is done, or forbidden (see [`Pager::end`]).
+    async fn next(&mut self) -> Result<Option<Vec<K>>, Error> {
+        let Some(params) = self.next.take() else { return Ok(None) };
+        let started = Instant::now();
+        let result = self.api.list(&params).await;
+        self.log.info(
+            6,
+            &format!(
+                "LIST {}?limit={PAGE} {} in {}ms",
+                self.api.resource_url(),
+                outcome(&result),
+                started.elapsed().as_millis()
+            ),
+        );
+        let page = match result {
+            Ok(page) => page,
+            Err(e) => {
+                return match classify(e, &self.conn.server, self.what) {
+                    Failure::Forbidden => {
+                        self.forbidden = true;
+                        Ok(None)
+                    }
+                    Failure::NotFound => Err(Error::KueueResourceMissing {
+                        resource: self.what.into(),
+                        group_version: self.api.resource_url().to_string(),
+                    }),
+                    Failure::Stop(e) => Err(e),
+                };
+            }
+        };
+        self.next = page.metadata.continue_.as_deref().filter(|c| !c.is_empty()).map(|c| params.continue_token(c));
+        Ok(Some(page.items))
+    }
+
+    /// How the list ended: read whole, or forbidden (the rule is filled in by the caller).
+    fn end(&self) -> Fetched<()> {
+        if self.forbidden { Fetched::Forbidden(Denied { rule: String::new() }) } else { Fetched::Found(()) }
+    }
+}
+
 /// Lists every page of `api`, handing each page's items to `keep`.
 async fn list_pages<K, F>(
-    api: &Api<K>,
+    api: Api<K>,
     what: &str,
     conn: &Connection,
     log: &Log,
@@ -129,39 +187,11 @@ where
     K: kube::Resource + Clone + DeserializeOwned + std::fmt::Debug,
     F: FnMut(Vec<K>),
 {
-    let mut params = ListParams::default().limit(PAGE);
-    loop {
-        let started = Instant::now();
-        let result = api.list(&params).await;
-        log.info(
-            6,
-            &format!(
-                "LIST {}?limit={PAGE} {} in {}ms",
-                api.resource_url(),
-                outcome(&result),
-                started.elapsed().as_millis()
-            ),
-        );
-        let page = match result {
-            Ok(page) => page,
-            Err(e) => {
-                return match classify(e, &conn.server, what) {
-                    Failure::Forbidden => Ok(Fetched::Forbidden(Denied { rule: String::new() })),
-                    Failure::NotFound => Err(Error::KueueResourceMissing {
-                        resource: what.into(),
-                        group_version: api.resource_url().to_string(),
-                    }),
-                    Failure::Stop(e) => Err(e),
-                };
-            }
-        };
-        let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
-        keep(page.items);
-        match next {
-            Some(token) => params = params.continue_token(&token),
-            None => return Ok(Fetched::Found(())),
-        }
+    let mut pager = Pager::new(api, what, conn, log);
+    while let Some(items) = pager.next().await? {
+        keep(items);
     }
+    Ok(pager.end())
 }
 
 fn with_rule(fetched: Fetched<()>, rule: String) -> Fetched<()> {
@@ -176,7 +206,7 @@ pub async fn cluster_queues(conn: &Connection, kueue: &Kueue, log: &Log) -> Resu
         Api::all_with(conn.client.clone(), &kueue.resource("ClusterQueue", "clusterqueues"));
     let mut out = Vec::new();
     let fetched =
-        list_pages(&api, "ClusterQueues", conn, log, |items| out.extend(items.iter().map(wire::cluster_queue))).await?;
+        list_pages(api, "ClusterQueues", conn, log, |items| out.extend(items.iter().map(wire::cluster_queue))).await?;
     Ok(with_rule(fetched, "list clusterqueues.kueue.x-k8s.io (cluster-wide)".into()).map(|_| out))
 }
 
@@ -189,7 +219,7 @@ pub async fn admission_checks(
         Api::all_with(conn.client.clone(), &kueue.resource("AdmissionCheck", "admissionchecks"));
     let mut out = Vec::new();
     let fetched =
-        list_pages(&api, "AdmissionChecks", conn, log, |items| out.extend(items.iter().map(wire::admission_check)))
+        list_pages(api, "AdmissionChecks", conn, log, |items| out.extend(items.iter().map(wire::admission_check)))
             .await?;
     Ok(with_rule(fetched, "list admissionchecks.kueue.x-k8s.io (cluster-wide)".into()).map(|_| out))
 }
@@ -221,25 +251,31 @@ pub async fn local_queues(
         namespaced_or_all(conn, namespace, &kueue.resource("LocalQueue", "localqueues"));
     let mut out = Vec::new();
     let fetched =
-        list_pages(&api, "LocalQueues", conn, log, |items| out.extend(items.iter().map(wire::local_queue))).await?;
+        list_pages(api, "LocalQueues", conn, log, |items| out.extend(items.iter().map(wire::local_queue))).await?;
     Ok(with_rule(fetched, format!("list localqueues.kueue.x-k8s.io {}", scope_text(namespace))).map(|_| out))
 }
 
-/// Streams the Workloads page by page and keeps only the entries the scope selects.
-pub async fn waiting(
+/// Streams the Workloads page by page and keeps only the entries the scope selects. The scope
+/// (it comes from the AdmissionCheck list) is awaited alongside the first page, so the list
+/// does not wait a round trip for it; `T` is whatever else that future yields.
+pub async fn waiting<T>(
     conn: &Connection,
     kueue: &Kueue,
     namespace: Option<&str>,
-    scope: &WaitingScope,
+    scoped: impl Future<Output = Result<(T, WaitingScope), Error>>,
     log: &Log,
-) -> Result<Fetched<Vec<Waiting>>, Error> {
+) -> Result<(T, WaitingScope, Fetched<Vec<Waiting>>), Error> {
     let api: Api<wire::WireWorkload> = namespaced_or_all(conn, namespace, &kueue.resource("Workload", "workloads"));
+    let mut pager = Pager::new(api, "Workloads", conn, log);
+    let ((extra, scope), mut page) = futures::try_join!(scoped, pager.next())?;
     let mut out = Vec::new();
-    let fetched = list_pages(&api, "Workloads", conn, log, |items| {
+    while let Some(items) = page {
         for item in &items {
-            out.extend(waiting::select(&wire::workload(item), scope));
+            out.extend(waiting::select(&wire::workload(item), &scope));
         }
-    })
-    .await?;
-    Ok(with_rule(fetched, format!("list workloads.kueue.x-k8s.io {}", scope_text(namespace))).map(|_| out))
+        drop(items); // one page in memory at a time, not two
+        page = pager.next().await?;
+    }
+    let fetched = with_rule(pager.end(), format!("list workloads.kueue.x-k8s.io {}", scope_text(namespace)));
+    Ok((extra, scope, fetched.map(|_| out)))
 }

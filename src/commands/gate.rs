@@ -3,9 +3,10 @@
 use std::collections::BTreeSet;
 
 use crate::cluster::connect::Connection;
-use crate::cluster::fetch;
+use crate::cluster::fetch::{self, Kueue};
 use crate::core::fetched::Fetched;
 use crate::core::gate::{self, GateFacts, GateSettings};
+use crate::core::kueue::{AdmissionCheck, ClusterQueue};
 use crate::core::skew;
 use crate::core::waiting::{self, WaitingScope};
 use crate::error::Error;
@@ -31,33 +32,42 @@ pub struct Collected {
     pub server_date: Option<(k8s_openapi::jiff::Timestamp, k8s_openapi::jiff::Timestamp)>,
 }
 
-/// Reads everything the gate needs, concurrently: discovery and the Lease first, then the
-/// ClusterQueues, AdmissionChecks, LocalQueues and the Workload pages.
+/// Reads everything the gate needs in two round trips: discovery alone (it also opens the
+/// connection, HTTP/2 where offered, that the rest share), then the Lease and every Kueue
+/// read concurrently.
 pub async fn collect(conn: &Connection, opts: &GateOptions<'_>, log: &Log) -> Result<Collected, Error> {
+    let kueue = fetch::discover_kueue(conn, log).await?;
+    let (lease, (cluster_queues, admission_checks, waiting)) =
+        futures::try_join!(fetch::lease(conn, &opts.settings.lease, log), kueue_reads(conn, &kueue, opts, log))?;
+    Ok(Collected {
+        facts: GateFacts { cluster_queues, admission_checks, lease },
+        waiting,
+        server_date: kueue.server_date,
+    })
+}
+
+type KueueReads = (Fetched<Vec<ClusterQueue>>, Fetched<Vec<AdmissionCheck>>, Fetched<Vec<waiting::Waiting>>);
+
+/// The ClusterQueues, AdmissionChecks, LocalQueues and the Workload pages, concurrently; the
+/// first Workload page is read while the AdmissionChecks (which choose what to keep) arrive.
+async fn kueue_reads(conn: &Connection, kueue: &Kueue, opts: &GateOptions<'_>, log: &Log) -> Result<KueueReads, Error> {
     let namespace = (!opts.all_namespaces).then_some(conn.namespace.as_str());
-    let (kueue, lease) =
-        futures::try_join!(fetch::discover_kueue(conn, log), fetch::lease(conn, &opts.settings.lease, log))?;
-    let checks_and_waiting = async {
-        let acs = fetch::admission_checks(conn, &kueue, log).await?;
+    let scoped = async {
+        let acs = fetch::admission_checks(conn, kueue, log).await?;
         let scope = WaitingScope {
             checks: gate::dispatch_checks(opts.settings, &acs),
             cluster_queues: opts.settings.cluster_queues.iter().cloned().collect::<BTreeSet<_>>(),
             all_states: opts.all_states,
         };
-        let waiting = fetch::waiting(conn, &kueue, namespace, &scope, log).await?;
-        Ok::<_, Error>((acs, waiting, scope))
+        Ok::<_, Error>((acs, scope))
     };
-    let (cqs, (acs, waiting, scope), lqs) = futures::try_join!(
-        fetch::cluster_queues(conn, &kueue, log),
-        checks_and_waiting,
-        fetch::local_queues(conn, &kueue, namespace, log),
+    let (cqs, (acs, scope, waiting), lqs) = futures::try_join!(
+        fetch::cluster_queues(conn, kueue, log),
+        fetch::waiting(conn, kueue, namespace, scoped, log),
+        fetch::local_queues(conn, kueue, namespace, log),
     )?;
     let local_queues = lqs.found().cloned().unwrap_or_default();
-    Ok(Collected {
-        facts: GateFacts { cluster_queues: cqs, admission_checks: acs, lease },
-        waiting: waiting.map(|rows| waiting::finish(rows, &local_queues, &scope)),
-        server_date: kueue.server_date,
-    })
+    Ok((cqs, acs, waiting.map(|rows| waiting::finish(rows, &local_queues, &scope))))
 }
 
 /// Judges collected facts at `now`.
