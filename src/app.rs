@@ -24,7 +24,7 @@ pub async fn run(inv: &Invocation, deps: &mut Deps<'_>) -> Result<Exit, Error> {
                 all_states: *all_states,
                 timeout: inv.timeout,
             };
-            fleet::run(&opts, deps).await
+            fleet::run(&opts, deps)
         }
         Verb::Gate { settings, output, all_states, live } => {
             let conn = connect().await?;

@@ -4,8 +4,6 @@
 
 use std::time::Duration;
 
-use futures::future::join_all;
-
 use super::Deps;
 use super::gate::{self, GateOptions};
 use crate::cli::ConnectionArgs;
@@ -26,25 +24,45 @@ pub struct FleetOptions<'a> {
     pub timeout: Option<Duration>,
 }
 
-pub async fn run(opts: &FleetOptions<'_>, deps: &mut Deps<'_>) -> Result<Exit, Error> {
+pub fn run(opts: &FleetOptions<'_>, deps: &mut Deps<'_>) -> Result<Exit, Error> {
     let names = match opts.contexts {
         Fleet::Named(names) => names.clone(),
         Fleet::All => connect::context_names(opts.connection)?,
     };
-    let log = deps.log;
-    let clock = deps.clock;
-    let results = join_all(names.iter().map(|name| async move {
-        let outcome = match opts.timeout {
+    let (log, clock) = (deps.log, deps.clock);
+    // A thread and a current-thread runtime per context: the contexts' responses are decoded
+    // in parallel on every core, not interleaved on one.
+    let results: Vec<ContextResult> = std::thread::scope(|scope| {
+        let threads: Vec<_> =
+            names.iter().map(|name| scope.spawn(move || judge_on_own_thread(name, opts, log, clock))).collect();
+        names
+            .iter()
+            .zip(threads)
+            .map(|(name, thread)| ContextResult {
+                context: name.clone(),
+                outcome: thread.join().unwrap_or_else(|_| Err("the judging thread failed".into())),
+            })
+            .collect()
+    });
+    fleet::render(&results, opts.output, deps.out)?;
+    Ok(worst(&results))
+}
+
+fn judge_on_own_thread(
+    name: &str,
+    opts: &FleetOptions<'_>,
+    log: &crate::log::Log,
+    clock: &dyn crate::clock::Clock,
+) -> Result<crate::report::GateRun, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        match opts.timeout {
             Some(t) => tokio::time::timeout(t, judge_one(name, opts, log, clock)).await.unwrap_or_else(|_| {
                 Err(format!("no answer within {}", crate::core::duration::go_seconds(t.as_secs() as i64)))
             }),
             None => judge_one(name, opts, log, clock).await,
-        };
-        ContextResult { context: name.clone(), outcome }
-    }))
-    .await;
-    fleet::render(&results, opts.output, deps.out)?;
-    Ok(worst(&results))
+        }
+    })
 }
 
 async fn judge_one(
