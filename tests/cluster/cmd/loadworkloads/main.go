@@ -25,6 +25,9 @@
 //	loadworkloads blackhole [-addr 127.0.0.1:0] [-owner-pid PID]
 //	    prints the address, then accepts connections and never answers (an unreachable
 //	    cluster that only a timeout ends), until SIGINT/SIGTERM or until PID is gone.
+//	loadworkloads latency -target HOST:PORT [-delay 25ms] [-addr 127.0.0.1:0] [-owner-pid PID]
+//	    prints the address, then forwards each connection to HOST:PORT with every chunk held
+//	    -delay in each direction (a cluster that far away), until SIGINT/SIGTERM or PID is gone.
 //
 // Common flags: -server (default $APISERVER_URL), -pki (default $DISPATCH_TEST_STATE_DIR/pki,
 // holding ca.crt, admin.crt and admin.key).
@@ -64,7 +67,7 @@ const (
 	flavor         = "a100-on-demand"
 )
 
-const usage = `usage: loadworkloads setup|workloads|renew|watchlatency|blackhole [flags]
+const usage = `usage: loadworkloads setup|workloads|renew|watchlatency|blackhole|latency [flags]
   (see the comment at the top of tests/cluster/cmd/loadworkloads/main.go; -h for flags)
 `
 
@@ -90,12 +93,18 @@ func main() {
 	samples := fs.Int("samples", 10, "renewal samples")
 	staleSamples := fs.Int("stale-samples", 5, "stale samples")
 	addr := fs.String("addr", "127.0.0.1:0", "address to listen on")
-	owner := fs.Int("owner-pid", 0, "renew, blackhole: also stop when this process is gone")
+	owner := fs.Int("owner-pid", 0, "renew, blackhole, latency: also stop when this process is gone")
+	target := fs.String("target", "", "latency: the HOST:PORT to forward to")
+	delay := fs.Duration("delay", 25*time.Millisecond, "latency: the delay in each direction")
 	if err := fs.Parse(args); err != nil {
 		os.Exit(2)
 	}
 	if verb == "blackhole" {
 		exitOn(blackhole(*addr, stopped(*owner)))
+		return
+	}
+	if verb == "latency" {
+		exitOn(latency(*addr, *target, *delay, stopped(*owner)))
 		return
 	}
 	c, err := newClient(*server, *pki, *concurrency)
