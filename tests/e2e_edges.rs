@@ -1,5 +1,6 @@
-//! End to end on real clusters: the read-only proof, Kueue absent or only v1beta1, and every
-//! kind of bad input ending in one clear line and a documented exit code.
+//! End to end on real clusters: the read-only proof, Kueue absent or only v1beta1, plain HTTP/1.1
+//! through `kubectl proxy`, and every kind of bad input ending in one clear line and a
+//! documented exit code.
 
 mod support;
 
@@ -322,4 +323,62 @@ fn the_lease_verb_reports_each_status() {
         "{}",
         missing.stdout
     );
+}
+
+/// HTTP/1.1 without TLS: a kubeconfig pointing at `kubectl proxy` (plain http, no ALPN, so no
+/// HTTP/2) gets the same verdict, with the Workloads, as the direct HTTPS/HTTP/2 connection.
+#[test]
+fn gate_through_kubectl_proxy_over_plain_http() {
+    let c = Cluster::shared();
+    let s = Scenario::new("proxy");
+    c.apply(&s.healthy_yaml());
+    c.apply(&fixtures::workload(&s.ns, "w", &s.lq, Some(&s.cq), &[(&s.check, "Pending", "waiting here", 5)]));
+    let mut proxy = c
+        .command("kubectl", &["proxy", "--port=0", "--context", "admin"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start kubectl proxy");
+    let mut stdout = proxy.stdout.take().expect("proxy stdout");
+    // "Starting to serve on 127.0.0.1:PORT"
+    let mut seen = String::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut byte = [0u8; 1];
+    while !seen.ends_with('\n') && Instant::now() < deadline && stdout.read(&mut byte).unwrap_or(0) == 1 {
+        seen.push(byte[0] as char);
+    }
+    let address = seen.trim().rsplit(' ').next().unwrap_or_default().to_string();
+    assert!(address.starts_with("127.0.0.1:"), "kubectl proxy said: {seen:?}");
+    let kubeconfig = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: p\n  cluster:\n    server: http://{address}\nusers:\n- name: p\n  user: {{}}\ncontexts:\n- name: p\n  context:\n    cluster: p\n    user: p\ncurrent-context: p\n"
+    );
+    let proxied = with_kubeconfig(&kubeconfig, &s.args("gate", &["-A", "-o", "json"]));
+    let _ = proxy.kill();
+    let _ = proxy.wait();
+    proxied.expect_code(0);
+    let direct = c.dispatch(&s.args("gate", &["-A", "-o", "json"]));
+    direct.expect_code(0);
+    let (p, d) = (proxied.json(), direct.json());
+    assert_eq!(p["verdict"], "yes");
+    // Each chain's queue, verdict and check results (the details carry ages, which tick).
+    let chains = |v: &serde_json::Value| -> Vec<String> {
+        let chains = v["chains"].as_array().cloned().unwrap_or_default();
+        chains
+            .iter()
+            .map(|c| {
+                let checks: Vec<String> = c["checks"]
+                    .as_array()
+                    .map(|a| a.iter().map(|k| format!("{}={}", k["id"], k["result"])).collect())
+                    .unwrap_or_default();
+                format!("{} {} {}", c["clusterQueue"], c["verdict"], checks.join(","))
+            })
+            .collect()
+    };
+    assert_eq!(chains(&p), chains(&d));
+    assert_eq!(chains(&p).len(), 1, "{}", proxied.stdout);
+    let names = |v: &serde_json::Value| -> Vec<String> {
+        v["waiting"].as_array().map(|a| a.iter().map(|w| w["name"].to_string()).collect()).unwrap_or_default()
+    };
+    assert_eq!(names(&p), names(&d));
+    assert!(names(&p).contains(&"\"w\"".to_string()), "{}", proxied.stdout);
 }

@@ -115,11 +115,11 @@ pub fn detail(change: &Change) -> String {
     }
 }
 
-/// `renewal gaps: 12, median 2s, max 5s`.
+/// `renewal gaps: 12, median 2s, max 5s`, or `renewal gaps: none seen`.
 pub fn summary(gaps: &Gaps) -> String {
     match (gaps.median(), gaps.max()) {
         (Some(m), Some(x)) => format!("renewal gaps: {}, median {}, max {}", gaps.count(), short(m), short(x)),
-        _ => "renewal gaps: 0".into(),
+        _ => "renewal gaps: none seen".into(),
     }
 }
 
@@ -163,5 +163,15 @@ pub fn change_doc(change: &Change) -> ChangeDoc {
         previous_holder: previous,
         detail: detail(change),
         lease: lease_doc(&change.assessment),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_without_renewals_says_so() {
+        assert_eq!(summary(&Gaps::default()), "renewal gaps: none seen");
     }
 }
