@@ -4,8 +4,11 @@
 //! The reason strings asserted here are the adapter's, word for word
 //! (`shared/design/lease-heartbeat.md`); a change to one is a change of contract.
 
+mod facts;
+
 use std::collections::BTreeSet;
 
+use facts::{CHECK, CONTROLLER, cq, now};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kubectl_dispatch::cluster::wire::{self, WireClusterQueue};
 use kubectl_dispatch::core::fetched::{Denied, Fetched};
@@ -19,16 +22,10 @@ use kubectl_dispatch::core::waiting::{self, Waiting, WaitingScope};
 // Builders
 // ---------------------------------------------------------------------------------------------
 
-const CONTROLLER: &str = "dispatch-admission";
-const CHECK: &str = "dispatch";
 const HOLDER: &str = "dispatch-admission-7d9f_1";
 const LEASE_RULE: &str = "get leases in namespace dispatch-system";
 const AC_RULE: &str = "list admissionchecks.kueue.x-k8s.io";
 const CQ_RULE: &str = "list clusterqueues.kueue.x-k8s.io";
-
-fn now() -> Timestamp {
-    "2026-11-30T12:00:00Z".parse().unwrap()
-}
 
 fn ago(d: SignedDuration) -> Timestamp {
     now() - d
@@ -36,10 +33,6 @@ fn ago(d: SignedDuration) -> Timestamp {
 
 fn secs(s: i64) -> SignedDuration {
     SignedDuration::from_secs(s)
-}
-
-fn cq(name: &str, checks: &[&str]) -> ClusterQueue {
-    ClusterQueue { name: name.into(), admission_checks: checks.iter().map(|c| c.to_string()).collect() }
 }
 
 fn condition(status: &str, reason: Option<&str>, message: Option<&str>) -> Condition {

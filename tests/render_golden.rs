@@ -9,15 +9,18 @@
 //! UPDATE_GOLDEN=1 cargo test --test render_golden
 //! ```
 
+mod facts;
+
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use facts::{CHECK, CONTROLLER, cq, now};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kubectl_dispatch::cli::Format;
 use kubectl_dispatch::core::fetched::{Denied, Fetched};
 use kubectl_dispatch::core::gate::{self, GateFacts, GateSettings};
-use kubectl_dispatch::core::kueue::{AdmissionCheck, CheckState, ClusterQueue, Condition, LocalQueue, Workload};
+use kubectl_dispatch::core::kueue::{AdmissionCheck, CheckState, Condition, LocalQueue, Workload};
 use kubectl_dispatch::core::lease::{self, LeaseFacts, LeaseRef};
 use kubectl_dispatch::core::waiting::{self, WaitingScope};
 use kubectl_dispatch::render::sanitize::escape;
@@ -29,21 +32,11 @@ use kubectl_dispatch::settings::Output;
 // Fixed facts
 // ---------------------------------------------------------------------------------------------
 
-const CONTROLLER: &str = "dispatch-admission";
-const CHECK: &str = "dispatch";
 const HOLDER: &str = "dispatch-admission-7d9f8c6b5-x2kqp_6f1e0c4a";
 const LEASE_RULE: &str = "get leases.coordination.k8s.io \"dispatch-admission\" in namespace dispatch-system";
 
-fn now() -> Timestamp {
-    "2026-11-30T12:00:00Z".parse().unwrap()
-}
-
 fn ago(secs: i64, micros: i64) -> Timestamp {
     now() - SignedDuration::from_secs(secs) - SignedDuration::from_micros(micros)
-}
-
-fn cq(name: &str, checks: &[&str]) -> ClusterQueue {
-    ClusterQueue { name: name.into(), admission_checks: checks.iter().map(|c| c.to_string()).collect() }
 }
 
 fn ac(name: &str, status: &str, reason: &str, message: &str) -> AdmissionCheck {
