@@ -3,8 +3,8 @@
 # Makes sure kube-apiserver, etcd and the testcluster harness are built into the cache
 #   ${DISPATCH_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-dispatch}/bin
 # as kube-apiserver-<k8s.io/kubernetes version>, etcd-<go.etcd.io/etcd/server/v3 version>
-# (both read from go.mod) and testcluster-<hash of go.mod, go.sum and the harness sources>,
-# then exports what the harness needs: TESTCLUSTER_{KUBE_APISERVER,ETCD,MODULE_DIR,GO}.
+# (both read from go.mod) and testcluster-<hash of go.mod, go.sum and the harness sources,
+# internal/ included>, then exports what the harness needs: TESTCLUSTER_{KUBE_APISERVER,ETCD,MODULE_DIR,GO}.
 set -euo pipefail
 
 tc_module_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
@@ -51,7 +51,7 @@ tc_ensure_built() {
 	k8s_v=$(tc_mod_version k8s.io/kubernetes)
 	etcd_v=$(tc_mod_version go.etcd.io/etcd/server/v3)
 	[[ -n $k8s_v && -n $etcd_v ]] || tc_die "cannot read the k8s.io/kubernetes / go.etcd.io/etcd/server/v3 versions from $tc_module_dir/go.mod"
-	hash=$(cd "$tc_module_dir" && cat go.mod go.sum cmd/testcluster/*.go | sha256sum | cut -c 1-12)
+	hash=$(cd "$tc_module_dir" && cat go.mod go.sum cmd/testcluster/*.go internal/*/*.go | sha256sum | cut -c 1-12)
 	TESTCLUSTER_KUBE_APISERVER=$cache/kube-apiserver-$k8s_v
 	TESTCLUSTER_ETCD=$cache/etcd-$etcd_v
 	TESTCLUSTER_BIN=$cache/testcluster-$hash

@@ -37,7 +37,6 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -55,6 +54,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"kubectl-dispatch/tests/cluster/internal/adminpki"
 )
 
 const (
@@ -147,21 +148,13 @@ func newClient(server, pki string, conns int) (*client, error) {
 	if server == "" {
 		return nil, errors.New("no -server and no $APISERVER_URL")
 	}
-	cert, err := tls.LoadX509KeyPair(filepath.Join(pki, "admin.crt"), filepath.Join(pki, "admin.key"))
+	tlsConfig, err := adminpki.TLSConfig(pki)
 	if err != nil {
 		return nil, err
-	}
-	caPEM, err := os.ReadFile(filepath.Join(pki, "ca.crt"))
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		return nil, fmt.Errorf("no certificate in %s/ca.crt", pki)
 	}
 	// HTTP/1.1 with one connection per worker: the apiserver spreads them over its cores.
 	tr := &http.Transport{
-		TLSClientConfig:     &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}},
+		TLSClientConfig:     tlsConfig,
 		MaxIdleConnsPerHost: conns + 2,
 		MaxConnsPerHost:     conns + 2,
 		TLSNextProto:        map[string]func(string, *tls.Conn) http.RoundTripper{},

@@ -1,15 +1,13 @@
 package main
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
+
+	"kubectl-dispatch/tests/cluster/internal/adminpki"
 )
 
 // writeKubeconfig writes a kubeconfig with one cluster, user and context per client
@@ -39,22 +37,14 @@ func writeKubeconfig(path, server string, p *pki) error {
 // adminClient is an HTTP client that trusts the cluster CA and presents the admin
 // certificate (used for /readyz). It reads DIR/pki so start-apiserver can use it too.
 func adminClient(pkiDir string) (*http.Client, error) {
-	cert, err := tls.LoadX509KeyPair(filepath.Join(pkiDir, "admin.crt"), filepath.Join(pkiDir, "admin.key"))
+	tlsConfig, err := adminpki.TLSConfig(pkiDir)
 	if err != nil {
 		return nil, err
-	}
-	caPEM, err := os.ReadFile(filepath.Join(pkiDir, "ca.crt"))
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		return nil, fmt.Errorf("no certificate in %s/ca.crt", pkiDir)
 	}
 	return &http.Client{
 		Timeout: 2 * time.Second,
 		Transport: &http.Transport{
-			TLSClientConfig:   &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}},
+			TLSClientConfig:   tlsConfig,
 			DisableKeepAlives: true,
 		},
 	}, nil
