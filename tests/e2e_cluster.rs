@@ -1,6 +1,6 @@
 //! The test cluster itself, end to end: the plugin reaches it through the real kubectl, the
-//! `tests/cluster/run` entry point, RBAC users, Kueue CRDs per version, the shared sample
-//! objects, teardown (normal exit, failure, Ctrl-C) and the audit log.
+//! `tests/cluster/run` entry point, RBAC users, Kueue CRDs per version, the sample Kueue
+//! objects in `tests/fixtures/`, teardown (normal exit, failure, Ctrl-C) and the audit log.
 
 mod support;
 
@@ -265,18 +265,12 @@ fn kueue_crds_are_established_and_v1beta2_is_served() {
     assert_eq!(preferred, "v1beta2");
 }
 
-// 5. The shared sample objects, on a cluster of their own (their names are fixed).
+// 5. The sample Kueue objects (tests/fixtures/), on a cluster of their own (their names are fixed).
 
 #[test]
-fn the_shared_sample_objects_apply_with_their_status() {
-    let path = repo().join("../shared/notes/kueue-test-objects.yaml");
-    assert!(
-        path.is_file(),
-        "{} is missing: the sample objects live in shared/, which CI copies beside the clone \
-         (../shared next to {}); this test needs them",
-        path.display(),
-        repo().display()
-    );
+fn the_sample_objects_apply_with_their_status() {
+    let path = repo().join("tests/fixtures/kueue-test-objects.yaml");
+    assert!(path.is_file(), "{} is missing: the sample Kueue objects are part of the repository", path.display());
     let path: PathBuf = path.canonicalize().expect("canonical path");
     let file = path.to_str().expect("UTF-8 path");
 

@@ -1,5 +1,5 @@
 //! Kueue and Lease objects as YAML, written relative to now. Schema-checked shapes from
-//! `shared/notes/kueue-test-objects.yaml` (v1beta2).
+//! `tests/fixtures/kueue-test-objects.yaml` (v1beta2).
 
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
