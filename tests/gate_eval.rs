@@ -1,8 +1,9 @@
 //! Table-driven tests of the pure core: `gate::evaluate` at a fixed instant, the wire layer's
 //! ClusterQueue conversion (both API shapes), and the waiting-Workload selection.
 //!
-//! The reason strings asserted here are the adapter's, word for word
-//! (`shared/design/lease-heartbeat.md`); a change to one is a change of contract.
+//! The reason strings asserted here are those `docs/design.md` quotes, word for word (the
+//! Lease's are the adapter's own); a change to one is a change of contract, and the last test
+//! checks that the design still quotes each one.
 
 mod facts;
 
@@ -14,7 +15,7 @@ use kubectl_dispatch::cluster::wire::{self, WireClusterQueue};
 use kubectl_dispatch::core::fetched::{Denied, Fetched};
 use kubectl_dispatch::core::gate::{self, Chain, CheckKind, GateFacts, GateReport, GateSettings, Outcome};
 use kubectl_dispatch::core::kueue::{AdmissionCheck, CheckState, ClusterQueue, Condition, LocalQueue, Workload};
-use kubectl_dispatch::core::lease::{LeaseFacts, LeaseState};
+use kubectl_dispatch::core::lease::{self, LeaseFacts, LeaseRef, LeaseState};
 use kubectl_dispatch::core::verdict::Verdict;
 use kubectl_dispatch::core::waiting::{self, Waiting, WaitingScope};
 
@@ -907,4 +908,108 @@ fn cluster_queue_filter_keeps_only_named_queues() {
     let rows = waiting::finish(rows, &[local_queue("ml", "lq", "team-a")], &scope);
     let names: Vec<_> = rows.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(names, ["in-a", "via-lq"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// docs/design.md quotes the code's sentences
+// ---------------------------------------------------------------------------------------------
+
+/// Every reason and verdict sentence that `docs/design.md` quotes is what the code prints: each
+/// case below is evaluated with names such as `<cq>` and `<controller>`, and the sentence it
+/// gives must appear in the design, in backticks, exactly.
+#[test]
+fn the_design_quotes_every_reason_word_for_word() {
+    let design = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/design.md")).expect("design");
+    let quoted = |sentence: &str| {
+        assert!(design.contains(&format!("`{sentence}`")), "docs/design.md does not quote `{sentence}`");
+    };
+    let ours = |cq_names: &[&str], check: Option<&str>| GateSettings {
+        controller_name: "<controller>".into(),
+        cluster_queues: cq_names.iter().map(|n| n.to_string()).collect(),
+        admission_check: check.map(String::from),
+        lease: LeaseRef { namespace: "<namespace>".into(), name: "<name>".into() },
+    };
+    let facts = |cqs: Vec<ClusterQueue>, acs: Vec<AdmissionCheck>| GateFacts {
+        cluster_queues: Fetched::Found(cqs),
+        admission_checks: Fetched::Found(acs),
+        lease: fresh_lease(),
+    };
+    let fine = || ac("<check>", Some("<controller>"), active_true());
+    let failure = |settings: &GateSettings, facts: &GateFacts, kind: CheckKind| -> String {
+        let report = gate::evaluate(settings, facts, now());
+        let check = report.chains[0].checks.iter().find(|c| c.kind == kind).expect("the check");
+        match &check.outcome {
+            Outcome::Fail(reason) => reason.clone(),
+            other => panic!("{kind:?} did not fail: {other:?}"),
+        }
+    };
+
+    // Check 1.
+    let none = facts(vec![cq("other", &[])], vec![fine()]);
+    quoted(&failure(&ours(&[], None), &none, CheckKind::Listed));
+    quoted(&failure(&ours(&[], Some("<check>")), &none, CheckKind::Listed));
+    quoted(&failure(&ours(&["<cq>"], None), &facts(vec![], vec![fine()]), CheckKind::Listed));
+    let unlisted = facts(vec![cq("<cq>", &[])], vec![fine()]);
+    quoted(&failure(&ours(&["<cq>"], None), &unlisted, CheckKind::Listed));
+    quoted(&failure(&ours(&["<cq>"], Some("<check>")), &unlisted, CheckKind::Listed));
+
+    // Check 2 (and 3 with the same sentences).
+    let gone = facts(vec![cq("<cq>", &["<check>"])], vec![]);
+    for kind in [CheckKind::Controller, CheckKind::Active] {
+        quoted(&failure(&ours(&[], Some("<check>")), &gone, kind));
+        quoted(&failure(&ours(&[], None), &facts(vec![], vec![]), kind));
+    }
+    let foreign = facts(vec![cq("<cq>", &["<check>"])], vec![ac("<check>", Some("<other>"), active_true())]);
+    quoted(&failure(&ours(&[], Some("<check>")), &foreign, CheckKind::Controller));
+
+    // Check 3.
+    let listed = |active: Option<Condition>| {
+        facts(vec![cq("<cq>", &["<check>"])], vec![ac("<check>", Some("<controller>"), active)])
+    };
+    let inactive = listed(Some(condition("<status>", Some("<reason>"), Some("<message>"))));
+    quoted(&failure(&ours(&[], None), &inactive, CheckKind::Active));
+    let bare = failure(&ours(&[], None), &listed(Some(condition("False", None, None))), CheckKind::Active);
+    assert!(bare.ends_with("(Active=False)") && design.contains("`(Active=False)`"), "{bare}");
+    quoted(&failure(&ours(&[], None), &listed(None), CheckKind::Active));
+
+    // Check 4: the adapter's sentences.
+    let lease_ref = LeaseRef { namespace: "<namespace>".into(), name: "<name>".into() };
+    let reason = |fetched: Fetched<LeaseFacts>| {
+        lease::assess(&lease_ref, &fetched, now()).state.reason(&lease_ref).expect("a reason")
+    };
+    quoted(&reason(Fetched::Found(LeaseFacts { holder: Some(String::new()), ..lease_renewed(secs(1)) })));
+    quoted(&reason(Fetched::Found(LeaseFacts { renew_time: None, ..lease_renewed(secs(1)) })));
+    let stale = reason(Fetched::Found(lease_renewed(secs(187))));
+    quoted(&stale);
+    quoted(&stale.replace("3m7s ago", "<age> ago").replace("beyond 30s", "beyond <limit>"));
+    quoted(&reason(Fetched::Missing));
+
+    // A forbidden read, and the verdict lines.
+    let style = kubectl_dispatch::render::Style { color: false, live: false };
+    let chain_of = |facts: &GateFacts| gate::evaluate(&ours(&[], None), facts, now()).chains.remove(0);
+    let yes = chain_of(&listed(active_true()));
+    quoted(&kubectl_dispatch::render::gate::verdict_line(&yes, style));
+    let mut forbidden = listed(active_true());
+    forbidden.lease = Fetched::Forbidden(Denied { rule: "<rule>".into() });
+    let unknown = chain_of(&forbidden);
+    let unknown_reason = unknown.reason.clone().expect("a reason");
+    quoted(&unknown_reason.replace(CheckKind::Heartbeat.title(), "<check title>"));
+    assert!(unknown_reason.starts_with("Lease is a live heartbeat: "), "{unknown_reason}");
+    let golden = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/gate-lease-forbidden.txt"))
+        .expect("golden");
+    let example =
+        golden.lines().find_map(|l| l.strip_prefix("ReadmissionGate: unknown (observe-only): ")).expect("line");
+    quoted(example);
+    for chain in [unknown, chain_of(&inactive)] {
+        let reason = chain.reason.clone().expect("a reason");
+        quoted(&kubectl_dispatch::render::gate::verdict_line(&chain, style).replace(&reason, "<reason>"));
+    }
+    for rule in
+        ["list clusterqueues.kueue.x-k8s.io (cluster-wide)", "list admissionchecks.kueue.x-k8s.io (cluster-wide)"]
+    {
+        quoted(rule);
+        let source =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/cluster/fetch.rs")).expect("fetch.rs");
+        assert!(source.contains(&format!("{rule:?}")), "src/cluster/fetch.rs no longer names {rule}");
+    }
 }

@@ -4,7 +4,8 @@
 //! dispatch's controller, (3) the check is Active, (4) the controller's Lease is a live
 //! heartbeat. Every check is evaluated, so the report shows them all; the first failing one
 //! decides. Any failure gives *no*; a check that could not be read, with no failure anywhere,
-//! gives *unknown*. Both leave the adapter observe-only.
+//! gives *unknown*. Both leave the adapter observe-only. `docs/design.md` is the contract,
+//! and quotes every reason below.
 
 use std::collections::BTreeSet;
 

@@ -1,5 +1,5 @@
 //! The Lease heartbeat rule, as the adapter applies it at preflight
-//! (`shared/design/lease-heartbeat.md`). A running leader renews its Lease every few seconds;
+//! (`docs/design.md`). A running leader renews its Lease every few seconds;
 //! a holder plus a recent renewal is a signal only a live leader can produce.
 
 use std::fmt;
