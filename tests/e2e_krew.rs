@@ -169,7 +169,9 @@ fn krew_validates_installs_runs_and_uninstalls_the_release() {
     // KREW_ARCH), so every platform needs an archive it can fetch. This machine builds only its
     // own binary: the other four archives pack that same binary under the other platforms'
     // names, purely so the validator can download, check and extract them (it never runs
-    // them). The release workflow (.github/workflows/release.yml) builds the real ones.
+    // them). The release workflow (.github/workflows/release.yml) builds the real ones. The
+    // validator gets this fresh rendering, never the committed krew/dispatch.yaml, whose hashes
+    // are the last release run's archives (tests/krew_manifest.rs checks the rest of it).
     let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo().join("target"));
     let binary = target.join("release/kubectl-dispatch");
     let served_dir = work.join("served");

@@ -1,7 +1,9 @@
-//! The Krew plugin manifest template (`plugin-manifest/dispatch.yaml`) and the release command
-//! (`scripts/release`, rendering through `scripts/krew-manifest`): the template agrees with
-//! Cargo.toml, and archives, sums and the rendered manifest are reproducible. No cluster: the
-//! real Krew client runs on these in `tests/e2e_krew.rs`.
+//! The Krew plugin manifest template (`plugin-manifest/dispatch.yaml`), the release command
+//! (`scripts/release`, rendering through `scripts/krew-manifest`) and the committed manifest
+//! (`krew/dispatch.yaml`): the template agrees with Cargo.toml, archives, sums and the rendered
+//! manifest are reproducible, and the committed manifest is the template rendered for Cargo.toml's
+//! version. No cluster: the real Krew client and its validator run on a freshly rendered manifest
+//! and freshly built archives in `tests/e2e_krew.rs`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -73,17 +75,7 @@ fn the_template_agrees_with_cargo_toml() {
     assert!(cargo.contains("[[bin]]\nname = \"kubectl-dispatch\"\n"), "Cargo.toml's binary is kubectl-dispatch");
 
     // Render it for all five platforms with stand-in archives, then read it as YAML.
-    let dir = temp_dir("template");
-    let mut archives = Vec::new();
-    for (os, arch) in PLATFORMS {
-        let path = dir.join(format!("kubectl-dispatch-{os}-{arch}.tar.gz"));
-        std::fs::write(&path, format!("{os}-{arch}")).expect("write");
-        archives.push(path.display().to_string());
-    }
-    let mut args = vec!["--version".to_string(), version()];
-    args.extend(archives);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let manifest = yaml(&ok(&repo().join("scripts/krew-manifest"), &args));
+    let manifest = yaml(&render_all("template"));
 
     assert_eq!(manifest["apiVersion"], "krew.googlecontainertools.github.com/v1alpha2");
     assert_eq!(manifest["kind"], "Plugin");
@@ -115,10 +107,95 @@ fn the_template_agrees_with_cargo_toml() {
         let uri = format!("{}/releases/download/{}/{name}", env!("CARGO_PKG_REPOSITORY"), version());
         assert_eq!(p["uri"], uri.as_str());
         let sha = p["sha256"].as_str().expect("sha256");
-        assert!(sha.len() == 64 && sha.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)), "{sha}");
+        assert!(is_sha256(sha), "{sha}");
     }
     assert_eq!(seen, PLATFORMS);
+}
+
+/// The template rendered by `scripts/krew-manifest` for Cargo.toml's version and all five
+/// platforms, with stand-in archives.
+fn render_all(tag: &str) -> String {
+    let dir = temp_dir(tag);
+    let mut archives = Vec::new();
+    for (os, arch) in PLATFORMS {
+        let path = dir.join(format!("kubectl-dispatch-{os}-{arch}.tar.gz"));
+        std::fs::write(&path, format!("{os}-{arch}")).expect("write");
+        archives.push(path.display().to_string());
+    }
+    let mut args = vec!["--version".to_string(), version()];
+    args.extend(archives);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let text = ok(&repo().join("scripts/krew-manifest"), &args);
     let _ = std::fs::remove_dir_all(dir);
+    text
+}
+
+/// A lower-case hex sha256.
+fn is_sha256(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// The text with each `sha256:` value replaced by `<sha256>`, and the values taken out.
+fn without_hashes(text: &str) -> (String, Vec<String>) {
+    let mut hashes = Vec::new();
+    let mut out = String::new();
+    for line in text.lines() {
+        match line.split_once("sha256: ") {
+            Some((indent, hash)) if indent.trim().is_empty() => {
+                hashes.push(hash.to_string());
+                out += &format!("{indent}sha256: <sha256>\n");
+            }
+            _ => out += &format!("{line}\n"),
+        }
+    }
+    (out, hashes)
+}
+
+/// `krew/dispatch.yaml` is what krew-index receives: the manifest the last release run rendered
+/// (`scripts/release --krew-dir krew` in the release workflow). Its sha256 values are that
+/// run's archives', which no other machine rebuilds byte for byte, so the test compares all
+/// the rest with the template rendered here for Cargo.toml's version (platforms, URIs, bin,
+/// version, texts) and asks only that each hash be a lower-case sha256. krew's validator runs on
+/// a fresh rendering against fresh archives instead (`tests/e2e_krew.rs`).
+#[test]
+fn the_committed_krew_manifest_is_the_template_rendered_for_this_version() {
+    let committed = std::fs::read_to_string(repo().join("krew/dispatch.yaml")).expect("read krew/dispatch.yaml");
+    let (committed_text, committed_hashes) = without_hashes(&committed);
+    let (fresh_text, fresh_hashes) = without_hashes(&render_all("committed"));
+    assert_eq!(
+        committed_text,
+        fresh_text,
+        "krew/dispatch.yaml is not the template rendered for {}: a release renders it with \
+         `scripts/release --krew-dir krew --binary OS/ARCH=PATH` (all five platforms)",
+        version()
+    );
+    assert_eq!(committed_hashes.len(), fresh_hashes.len(), "one sha256 per platform");
+    assert_eq!(committed_hashes.len(), PLATFORMS.len());
+    for hash in &committed_hashes {
+        assert!(is_sha256(hash), "krew/dispatch.yaml: {hash:?} is not a lower-case sha256");
+    }
+
+    // The same, read as Krew reads it.
+    let manifest = yaml(&committed);
+    assert_eq!(manifest["spec"]["version"], version().as_str());
+    let platforms = manifest["spec"]["platforms"].as_array().expect("platforms");
+    let seen: Vec<(&str, &str)> = platforms
+        .iter()
+        .map(|p| {
+            let labels = &p["selector"]["matchLabels"];
+            (labels["os"].as_str().expect("os"), labels["arch"].as_str().expect("arch"))
+        })
+        .collect();
+    assert_eq!(seen, PLATFORMS);
+    for (p, (os, arch)) in platforms.iter().zip(PLATFORMS) {
+        let uri = format!(
+            "{}/releases/download/{}/kubectl-dispatch-{os}-{arch}.tar.gz",
+            env!("CARGO_PKG_REPOSITORY"),
+            version()
+        );
+        assert_eq!(p["uri"], uri.as_str());
+        assert_eq!(p["bin"], if os == "windows" { "kubectl-dispatch.exe" } else { "kubectl-dispatch" });
+    }
 }
 
 #[test]
@@ -186,6 +263,27 @@ fn the_release_is_reproducible_and_lists_only_what_it_packed() {
             "http://127.0.0.1:9/x/kubectl-dispatch-darwin-arm64.tar.gz"
         ]
     );
+
+    // --krew-dir: the same manifest, written only for a full release with the release's URIs.
+    let krew = dir.join("krew");
+    let full = release(&dir.join("d"), &binary, &PLATFORMS, &["--krew-dir", &krew.display().to_string()]);
+    assert!(full.status.success(), "{}", String::from_utf8_lossy(&full.stderr));
+    assert_eq!(
+        std::fs::read(krew.join("dispatch.yaml")).ok(),
+        std::fs::read(dir.join("d/krew/dispatch.yaml")).ok(),
+        "--krew-dir gets the manifest the release rendered"
+    );
+    let other = dir.join("other-krew");
+    let krew_arg = other.display().to_string();
+    for (platforms, extra) in [
+        (&PLATFORMS[..1], vec!["--krew-dir", &krew_arg]),
+        (&PLATFORMS[..], vec!["--krew-dir", &krew_arg, "--uri-base", "http://127.0.0.1:9/x"]),
+    ] {
+        let out = release(&dir.join("e"), &binary, platforms, &extra);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--krew-dir wants"));
+        assert!(!other.exists(), "a refused --krew-dir writes nothing");
+    }
     let _ = std::fs::remove_dir_all(dir);
 }
 
