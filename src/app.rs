@@ -10,9 +10,11 @@ use crate::exit::Exit;
 use crate::settings::{Invocation, Verb};
 
 pub async fn run(inv: &Invocation, deps: &mut Deps<'_>) -> Result<Exit, Error> {
-    // Live modes wait on long watches: only the connection and each request start are bounded.
+    // Live modes never hand an exec credential plugin the terminal: it would fight the status
+    // line, and a refresh hours later finds nobody there.
     let live = matches!(inv.verb, Verb::Gate { live: Some(_), .. } | Verb::Lease { watch: Some(_), .. });
-    let connect = || connect::connect(&inv.connection, inv.timeout, live, deps.log);
+    let manner = connect::Manner { request_timeout: inv.timeout, interactive: !live };
+    let connect = || connect::connect(&inv.connection, manner, deps.log);
     match &inv.verb {
         // Each context connects on its own.
         Verb::Fleet { contexts, settings, output, all_states } => {
@@ -33,7 +35,6 @@ pub async fn run(inv: &Invocation, deps: &mut Deps<'_>) -> Result<Exit, Error> {
                 output: *output,
                 all_states: *all_states,
                 all_namespaces: inv.connection.all_namespaces,
-                timeout: inv.timeout,
             };
             match live {
                 None => gate::run(&conn, &opts, deps).await,
@@ -43,7 +44,7 @@ pub async fn run(inv: &Invocation, deps: &mut Deps<'_>) -> Result<Exit, Error> {
         Verb::Lease { lease, output, watch } => {
             let conn = connect().await?;
             match watch {
-                None => lease::run(&conn, lease, *output, inv.timeout, deps).await,
+                None => lease::run(&conn, lease, *output, deps).await,
                 Some(watch) => lease_watch::run(&conn, lease, *output, *watch, deps).await,
             }
         }

@@ -80,8 +80,44 @@ pub struct ConnectionArgs {
     #[arg(short = 'A', long, global = true)]
     pub all_namespaces: bool,
 
-    /// Bound on the whole command: seconds, or a duration such as 5s or 1m30s; 0 means none
-    #[arg(long, global = true, value_name = "DURATION", default_value = "30s")]
+    /// UID to impersonate (with --as)
+    #[arg(long = "as-uid", global = true, value_name = "UID")]
+    pub impersonate_uid: Option<String>,
+
+    /// The address and port of the API server (replaces the kubeconfig cluster's server)
+    #[arg(short = 's', long, global = true, value_name = "ADDRESS")]
+    pub server: Option<String>,
+
+    /// Bearer token for authentication to the API server
+    #[arg(long, global = true, value_name = "TOKEN")]
+    pub token: Option<String>,
+
+    /// Path to a cert file for the certificate authority
+    #[arg(long, global = true, value_name = "PATH")]
+    pub certificate_authority: Option<PathBuf>,
+
+    /// Path to a client certificate file for TLS
+    #[arg(long, global = true, value_name = "PATH")]
+    pub client_certificate: Option<PathBuf>,
+
+    /// Path to a client key file for TLS
+    #[arg(long, global = true, value_name = "PATH")]
+    pub client_key: Option<PathBuf>,
+
+    /// Do not check the server's certificate (insecure)
+    #[arg(long, global = true, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub insecure_skip_tls_verify: Option<bool>,
+
+    /// Server name to check the server's certificate against (default: the server's host)
+    #[arg(long, global = true, value_name = "NAME")]
+    pub tls_server_name: Option<String>,
+
+    /// Do not ask the server to compress responses
+    #[arg(long, global = true, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub disable_compression: Option<bool>,
+
+    /// Bound on each request to the server, e.g. 5s or 1m; 0 means none
+    #[arg(long, global = true, value_name = "DURATION", default_value = "0")]
     pub request_timeout: String,
 
     /// Log level for stderr: 1 shows the context and server, 6 each request

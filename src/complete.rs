@@ -139,7 +139,10 @@ enum Lookup {
 
 async fn lookup(kind: Lookup, connection: &ConnectionArgs) -> Option<Vec<String>> {
     let log = Log::silent();
-    let conn = connect::connect(connection, Some(LOOKUP_TIMEOUT), false, &log).await.ok()?;
+    // The exec credential plugin, if any, is bounded like every request, and never gets the
+    // terminal: the shell is waiting on this.
+    let manner = connect::Manner { request_timeout: Some(LOOKUP_TIMEOUT), interactive: false };
+    let conn = connect::connect(connection, manner, &log).await.ok()?;
     let params = ListParams::default();
     let list = match kind {
         Lookup::Namespaces => Api::<Namespace>::all(conn.client.clone()).list_metadata(&params).await.ok()?,
@@ -157,8 +160,8 @@ async fn lookup(kind: Lookup, connection: &ConnectionArgs) -> Option<Vec<String>
 
 fn kubeconfig_names(long: &str, connection: &ConnectionArgs) -> Vec<String> {
     let config = match &connection.kubeconfig {
-        Some(path) => connect::read_file(path).ok(),
-        None => connect::read_default().ok().flatten(),
+        Some(path) => crate::cluster::kubeconfig::read_file(path).ok(),
+        None => crate::cluster::kubeconfig::read_default().ok().flatten(),
     };
     let Some(config) = config else { return Vec::new() };
     match long {
@@ -446,7 +449,7 @@ mod tests {
         assert_eq!(values(&complete(&["gate", "--kubeconfig", ""])), [":0"]);
         assert_eq!(values(&complete(&["completion", ""])), ["bash", "zsh", "fish", "powershell", ":4"]);
         let flags = complete(&["gate", "--cl"]);
-        assert_eq!(values(&flags), ["--cluster-queue", "--cluster", ":4"]);
+        assert_eq!(values(&flags), ["--cluster-queue", "--cluster", "--client-certificate", "--client-key", ":4"]);
         assert_eq!(values(&complete(&["lease", "--all-s"])), [":4"], "--all-states belongs to gate only");
         assert_eq!(values(&complete(&["gate", "--request-timeout", ""])), [":4"]);
     }

@@ -31,8 +31,14 @@ pub enum Error {
     #[error("the API server at {server} rejected the credentials (401 Unauthorized)")]
     Unauthorized { server: String },
 
-    #[error("no answer from the API server at {server} within {}", crate::core::duration::go_seconds(timeout.as_secs() as i64))]
+    #[error("no answer from the API server at {server} within {}", crate::core::duration::go_duration(*timeout))]
     Timeout { server: String, timeout: Duration },
+
+    #[error("cannot reach the API server at {server} through the proxy {proxy}: {cause}")]
+    Proxy { server: String, proxy: String, cause: String },
+
+    #[error(transparent)]
+    Exec(#[from] crate::cluster::exec::ExecError),
 
     #[error("Kueue is not installed: the API server does not serve the API group kueue.x-k8s.io")]
     KueueMissing,
@@ -66,7 +72,13 @@ impl Error {
             Error::Unreachable { .. } | Error::Timeout { .. } => {
                 Some("check that the cluster is running and that --context points at it".into())
             }
-            Error::Tls { .. } => Some("check certificate-authority-data for this cluster in the kubeconfig".into()),
+            Error::Tls { .. } => {
+                Some("check certificate-authority-data and tls-server-name for this cluster in the kubeconfig".into())
+            }
+            Error::Proxy { .. } => {
+                Some("check proxy-url for this cluster in the kubeconfig, or HTTPS_PROXY and NO_PROXY".into())
+            }
+            Error::Exec(e) => e.hint(),
             Error::Unauthorized { .. } => {
                 Some("log in again, or check the user entry of this context in the kubeconfig".into())
             }
@@ -80,6 +92,11 @@ impl Error {
     pub fn is_usage(&self) -> bool {
         matches!(self, Error::Usage(_))
     }
+}
+
+/// The first line of a message, trimmed: kube's and serde's errors can run to several.
+pub fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or_default().trim().to_string()
 }
 
 impl From<std::io::Error> for Error {

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use crate::cli::{Cli, Command, ConnectionArgs, Format, OutputArgs, TargetArgs};
 use crate::core::gate::GateSettings;
 use crate::core::lease::LeaseRef;
-use crate::error::Error;
+use crate::error::{Error, first_line};
 
 /// One run of the plugin, fully resolved.
 #[derive(Debug, Clone)]
@@ -176,10 +176,6 @@ fn read_config(path: &Path) -> Result<KueueConfig, Error> {
     let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
     let config: AdapterConfig = serde_saphyr::from_str(&text).map_err(|e| fail(first_line(&e.to_string())))?;
     Ok(config.kueue)
-}
-
-fn first_line(s: &str) -> String {
-    s.lines().next().unwrap_or_default().to_string()
 }
 
 /// `--timeout` of the live modes: a duration, or seconds; none means wait for ever.

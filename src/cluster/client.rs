@@ -1,21 +1,36 @@
-//! The HTTP client under kube's `Client`: kube's own stack (base URI, server retries, auth,
-//! extra headers, connect/read/write timeouts, kube's rustls configuration), assembled here
-//! for two differences:
+//! The HTTP client under kube's `Client`: kube's own layers (base URI, server retries, auth,
+//! extra headers, kube's rustls configuration) over a transport assembled here, because kube's
+//! `ClientBuilder` builds its TCP connector and hyper client itself and cannot carry:
 //! - TCP_NODELAY. kube's connector leaves Nagle's algorithm on, and with several requests in
-//!   flight a small TLS write then waits for a delayed ACK: a 40 ms stall on loopback, which
-//!   was most of a one-shot `gate`'s time.
-//! - HTTP/2 when the server offers it (ALPN h2, else HTTP/1.1), as kubectl does: the reads
-//!   of one run share one TLS connection instead of a handshake each.
+//!   flight a small TLS write then waits for a delayed ACK: a 40 ms stall on loopback.
+//! - HTTP/2 (ALPN h2, else HTTP/1.1) with wide flow-control windows, as kubectl has.
+//! - kubectl's time bounds: dial 30 s and TLS handshake 10 s, and `--request-timeout` on each
+//!   request rather than none ([`super::deadline`]).
+//! - exec credentials that are refreshed before they lapse, certificates included
+//!   ([`super::credentials`]).
+//!
+//! Proxies use the same connectors kube's `http-proxy` and `socks5` features use (hyper-util's
+//! `Tunnel` and `SocksV5`); responses are gzip-compressed as client-go asks (tower-http).
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::Uri;
 use hyper_timeout::TimeoutConnector;
-use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::connect::proxy::{SocksV5, Tunnel};
+use hyper_util::client::legacy::connect::{Connection, HttpConnector};
 use hyper_util::rt::TokioExecutor;
 use kube::client::ConfigExt;
 use kube::client::retry::RetryPolicy;
 use kube::{Client, Config};
-use tower::ServiceBuilder;
 use tower::retry::RetryLayer;
+use tower::util::BoxCloneSyncService;
+use tower::{BoxError, ServiceBuilder, ServiceExt};
+use tower_http::decompression::DecompressionLayer;
 
+use super::credentials::Transport;
+use super::deadline::{Deadline, RequestTimeout};
+use super::exec::{Credential, ExecPlugin};
 use crate::error::Error;
 
 /// HTTP/2 flow-control windows. hyper's 2 MiB per stream is less than one page of 500 large
@@ -25,33 +40,159 @@ use crate::error::Error;
 const STREAM_WINDOW: u32 = 16 << 20;
 const CONNECTION_WINDOW: u32 = 64 << 20;
 
-pub fn build(config: Config) -> Result<Client, Error> {
+/// kubectl's dialer: 30 s to connect, TCP keep-alive every 30 s; then 10 s for the TLS
+/// handshake (bounded here together with the dial, and a proxy's tunnel, as 40 s).
+const DIAL_BOUND: Duration = Duration::from_secs(30);
+const KEEPALIVE: Duration = Duration::from_secs(30);
+const CONNECT_BOUND: Duration = Duration::from_secs(40);
+
+/// One HTTP client, ready to send: hyper's, behind the per-request bound.
+pub type HttpService =
+    BoxCloneSyncService<http::Request<kube::client::Body>, http::Response<Deadline<hyper::body::Incoming>>, BoxError>;
+
+/// Builds an [`HttpService`] for a TLS client configuration (a new one when an exec plugin
+/// hands out a new client certificate).
+pub type MakeHttp = Arc<dyn Fn(rustls::ClientConfig) -> HttpService + Send + Sync>;
+
+/// How to reach the server, besides the kubeconfig.
+pub struct Route {
+    pub proxy: Option<Uri>,
+    pub request_timeout: Option<Duration>,
+    /// The exec plugin and its first credential, when the user authenticates through one.
+    pub exec: Option<(ExecPlugin, Credential)>,
+}
+
+pub fn build(config: Config, route: Route) -> Result<Client, Error> {
     let fail = |e: kube::Error| Error::Kubeconfig(super::failure::root_cause(&e));
-    let mut http = HttpConnector::new();
-    http.enforce_http(false);
-    http.set_nodelay(true);
-    let mut https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(config.rustls_client_config().map_err(fail)?)
-        .https_or_http();
-    if let Some(name) = &config.tls_server_name {
-        let name = name.clone().try_into().map_err(|e| Error::Kubeconfig(format!("tls-server-name {name:?}: {e}")))?;
-        https = https.with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(name));
-    }
-    let https = https.enable_all_versions().wrap_connector(http);
-    let mut connector = TimeoutConnector::new(https);
-    connector.set_connect_timeout(config.connect_timeout);
-    connector.set_read_timeout(config.read_timeout);
-    connector.set_write_timeout(config.write_timeout);
-    let http_client = hyper_util::client::legacy::Builder::new(TokioExecutor::new())
-        .http2_initial_stream_window_size(STREAM_WINDOW)
-        .http2_initial_connection_window_size(CONNECTION_WINDOW)
-        .build(connector);
+    let make = make_http(&config, route.proxy.as_ref(), route.request_timeout)?;
+    let transport = match route.exec {
+        None => Transport::fixed(make(config.rustls_client_config().map_err(fail)?)),
+        Some((plugin, first)) => Transport::exec(plugin, first, config.clone(), make)?,
+    };
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())
         .option_layer(config.default_retry.then(|| RetryLayer::new(RetryPolicy::server_retry())))
         .option_layer(config.auth_layer().map_err(fail)?)
         .layer(config.extra_headers_layer().map_err(fail)?)
-        .map_err(tower::BoxError::from)
-        .service(http_client);
+        .layer(DecompressionLayer::new().no_br().no_deflate().no_zstd().gzip(!config.disable_compression))
+        .service(transport);
     Ok(Client::new(service, config.default_namespace))
+}
+
+/// The TLS settings and connector chain for the server, through its proxy if it has one.
+fn make_http(config: &Config, proxy: Option<&Uri>, request_timeout: Option<Duration>) -> Result<MakeHttp, Error> {
+    let mut tcp = HttpConnector::new();
+    tcp.enforce_http(false);
+    tcp.set_nodelay(true);
+    tcp.set_connect_timeout(Some(DIAL_BOUND));
+    tcp.set_keepalive(Some(KEEPALIVE));
+    let server_name = match &config.tls_server_name {
+        Some(name) => Some(
+            rustls::pki_types::ServerName::try_from(name.clone())
+                .map_err(|e| Error::Kubeconfig(format!("tls-server-name {name:?}: {e}")))?,
+        ),
+        None => None,
+    };
+    let settings = Settings { server_name, request_timeout, read: config.read_timeout, write: config.write_timeout };
+    let Some(proxy) = proxy else { return Ok(settings.make(tcp)) };
+    match proxy.scheme_str() {
+        Some("socks5") => {
+            let mut socks = SocksV5::new(proxy.clone(), tcp);
+            if let Some((user, pass)) = userinfo(proxy) {
+                socks = socks.with_auth(user, pass);
+            }
+            Ok(settings.make(socks))
+        }
+        Some("http") => Ok(settings.make(with_basic_auth(proxy, Tunnel::new(proxy.clone(), tcp)))),
+        Some("https") => {
+            // Go dials an https proxy with the cluster's TLS settings, named for the proxy.
+            let fail = |e: kube::Error| Error::Kubeconfig(super::failure::root_cause(&e));
+            let to_proxy = hyper_rustls::HttpsConnectorBuilder::new()
+                .with_tls_config(config.rustls_client_config().map_err(fail)?)
+                .https_only()
+                .enable_http1()
+                .wrap_connector(tcp);
+            Ok(settings.make(with_basic_auth(proxy, Tunnel::new(proxy.clone(), to_proxy))))
+        }
+        other => Err(Error::Kubeconfig(format!("proxy scheme {other:?} is not supported (http, https, socks5 are)"))),
+    }
+}
+
+#[derive(Clone)]
+struct Settings {
+    server_name: Option<rustls::pki_types::ServerName<'static>>,
+    request_timeout: Option<Duration>,
+    read: Option<Duration>,
+    write: Option<Duration>,
+}
+
+impl Settings {
+    fn make<C>(self, base: C) -> MakeHttp
+    where
+        C: tower::Service<Uri> + Clone + Send + Sync + 'static,
+        C::Response: hyper::rt::Read + hyper::rt::Write + Connection + Send + Unpin + 'static,
+        C::Future: Send + Unpin + 'static,
+        C::Error: Into<BoxError>,
+    {
+        Arc::new(move |tls: rustls::ClientConfig| {
+            let mut https = hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(tls).https_or_http();
+            if let Some(name) = &self.server_name {
+                https = https.with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(name.clone()));
+            }
+            let https = https.enable_all_versions().wrap_connector(base.clone());
+            let mut connector = TimeoutConnector::new(https);
+            connector.set_connect_timeout(Some(CONNECT_BOUND));
+            connector.set_read_timeout(self.read);
+            connector.set_write_timeout(self.write);
+            let client = hyper_util::client::legacy::Builder::new(TokioExecutor::new())
+                .http2_initial_stream_window_size(STREAM_WINDOW)
+                .http2_initial_connection_window_size(CONNECTION_WINDOW)
+                .build(connector);
+            BoxCloneSyncService::new(RequestTimeout::new(client.map_err(BoxError::from), self.request_timeout))
+        })
+    }
+}
+
+/// The proxy URL's `user:password@`, percent-decoded.
+fn userinfo(proxy: &Uri) -> Option<(String, String)> {
+    let authority = proxy.authority()?.as_str();
+    let (info, _) = authority.rsplit_once('@')?;
+    let (user, pass) = info.split_once(':').unwrap_or((info, ""));
+    let decode = |s: &str| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned();
+    Some((decode(user), decode(pass)))
+}
+
+fn with_basic_auth<C>(proxy: &Uri, tunnel: Tunnel<C>) -> Tunnel<C> {
+    use base64::Engine;
+    let Some((user, pass)) = userinfo(proxy) else { return tunnel };
+    let encoded = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pass}"));
+    match http::HeaderValue::from_str(&format!("Basic {encoded}")) {
+        Ok(mut value) => {
+            value.set_sensitive(true);
+            tunnel.with_auth(value)
+        }
+        Err(_) => tunnel,
+    }
+}
+
+/// A proxy URL for messages: without its credentials.
+pub fn display_proxy(proxy: &Uri) -> String {
+    let scheme = proxy.scheme_str().unwrap_or("http");
+    let host_port = proxy.authority().map(|a| a.as_str().rsplit('@').next().unwrap_or_default().to_string());
+    format!("{scheme}://{}", host_port.unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proxy_credentials_are_decoded_and_never_shown() {
+        let uri: Uri = "http://us%40er:p%3Ass@proxy:3128".parse().unwrap();
+        assert_eq!(userinfo(&uri), Some(("us@er".into(), "p:ss".into())));
+        assert_eq!(display_proxy(&uri), "http://proxy:3128");
+        let plain: Uri = "socks5://proxy:1080".parse().unwrap();
+        assert_eq!(userinfo(&plain), None);
+        assert_eq!(display_proxy(&plain), "socks5://proxy:1080");
+    }
 }

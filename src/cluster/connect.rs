@@ -1,16 +1,19 @@
-//! Builds a client the way kubectl would: `--kubeconfig`, else `KUBECONFIG` merged, else
-//! `~/.kube/config`, else in-cluster; then `--context/--cluster/--user`, `--as/--as-group` and
-//! `-n`. Credentials never leave kube's config: nothing here logs or prints them.
+//! Builds a client the way kubectl would: the kubeconfig and kubectl's connection flags
+//! ([`super::kubeconfig`]), else in-cluster; the proxy by kubectl's rules ([`super::proxy`]);
+//! an exec credential plugin run once up front, within its bound ([`super::exec`]).
+//! Credentials never leave the config: nothing here logs or prints them.
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use http::header::{HeaderValue, USER_AGENT};
-use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
+use kube::config::{ExecAuthCluster, KubeConfigOptions, KubeconfigError};
 use kube::{Client, Config};
 
+use super::client::{self, Route};
+use super::exec::ExecPlugin;
+use super::kubeconfig;
 use crate::cli::ConnectionArgs;
-use crate::error::Error;
+use crate::error::{Error, first_line};
 
 /// The user agent on every request; the audit-log test finds our requests by its prefix.
 pub const AGENT: &str = concat!("kubectl-dispatch/", env!("CARGO_PKG_VERSION"));
@@ -21,110 +24,83 @@ pub struct Connection {
     pub client: Client,
     /// The server URL, for messages.
     pub server: String,
+    /// The proxy on the way, for messages (without its credentials).
+    pub proxy: Option<String>,
     /// `-n`, else the context's namespace, else `default`.
     pub namespace: String,
     pub context: Option<String>,
 }
 
-pub async fn connect(
-    args: &ConnectionArgs,
-    timeout: Option<Duration>,
-    live: bool,
-    log: &crate::log::Log,
-) -> Result<Connection, Error> {
-    let (mut config, context) = load_config(args).await?;
-    if let Some(ns) = &args.namespace {
-        config.default_namespace = ns.clone();
-    }
-    if let Some(user) = &args.impersonate {
-        config.auth_info.impersonate = Some(user.clone());
-    }
-    if !args.impersonate_groups.is_empty() {
-        config.auth_info.impersonate_groups = Some(args.impersonate_groups.clone());
-    }
-    // The whole command is bounded by `timeout` (commands::bounded); the client's own timers sit
-    // just beyond it so that the bound, with its clearer message, fires first.
-    if let Some(t) = timeout {
-        let margin = t + std::time::Duration::from_secs(1);
-        config.connect_timeout = Some(margin.min(config.connect_timeout.unwrap_or(margin)));
-        // A watch may be quiet for minutes (a Lease nobody renews sends nothing): no read
-        // timeout there; kube's watcher restarts quiet watches itself.
-        config.read_timeout = (!live).then_some(margin);
-    }
+/// How this run may connect.
+#[derive(Debug, Clone, Copy)]
+pub struct Manner {
+    /// `--request-timeout`: a bound on each request; `None` for none.
+    pub request_timeout: Option<Duration>,
+    /// Whether an exec credential plugin may have the terminal (one-shot commands only).
+    pub interactive: bool,
+}
+
+pub async fn connect(args: &ConnectionArgs, manner: Manner, log: &crate::log::Log) -> Result<Connection, Error> {
+    let (mut config, context, exec) = match kubeconfig::choose(args)? {
+        Some(mut chosen) => {
+            let exec = kubeconfig::uses_exec(&chosen.user).then(|| chosen.user.exec.take()).flatten().map(|config| {
+                ExecPlugin {
+                    cluster: config
+                        .provide_cluster_info
+                        .then(|| ExecAuthCluster::try_from(&chosen.cluster).ok())
+                        .flatten(),
+                    config,
+                    user: chosen.user_name.clone(),
+                    may_interact: manner.interactive,
+                    bound: super::credentials::bound(manner.request_timeout),
+                }
+            });
+            // The environment's proxy is chosen below, by kubectl's rules, not by kube's loader.
+            let config = Config::from_custom_kubeconfig(chosen.to_kubeconfig(), &KubeConfigOptions::default())
+                .await
+                .map_err(|e| match e {
+                    KubeconfigError::LoadClusterOfContext(name) => {
+                        Error::Kubeconfig(format!("cluster {name:?} not found in the kubeconfig"))
+                    }
+                    other => Error::Kubeconfig(first_line(&other.to_string())),
+                })?;
+            let proxy_url = chosen.cluster.proxy_url.clone();
+            (with_proxy(config, proxy_url.as_deref())?, chosen.context, exec)
+        }
+        None => (in_cluster(args)?, None, None),
+    };
     config.headers.push((USER_AGENT, HeaderValue::from_static(AGENT)));
     let server = config.cluster_url.to_string().trim_end_matches('/').to_string();
+    let proxy = config.proxy_url.take();
     log.info(
         1,
         &format!(
-            "context {}, server {server}, namespace {}",
+            "context {}, server {server}{}, namespace {}",
             context.as_deref().unwrap_or("<in-cluster>"),
+            proxy.as_ref().map(|p| format!(" through proxy {}", client::display_proxy(p))).unwrap_or_default(),
             config.default_namespace
         ),
     );
+    let exec = match exec {
+        Some(plugin) => {
+            let first = plugin.run().await?;
+            log.info(6, &format!("exec credential plugin {:?} ran", plugin.config.command.as_deref().unwrap_or("")));
+            Some((plugin, first))
+        }
+        None => None,
+    };
     let namespace = config.default_namespace.clone();
-    let client = super::client::build(config)?;
-    Ok(Connection { client, server, namespace, context })
+    let proxy_text = proxy.as_ref().map(client::display_proxy);
+    let client = client::build(config, Route { proxy, request_timeout: manner.request_timeout, exec })?;
+    Ok(Connection { client, server, proxy: proxy_text, namespace, context })
 }
 
-async fn load_config(args: &ConnectionArgs) -> Result<(Config, Option<String>), Error> {
-    let options =
-        KubeConfigOptions { context: args.context.clone(), cluster: args.cluster.clone(), user: args.user.clone() };
-    let kubeconfig = match &args.kubeconfig {
-        Some(path) => Some(read_file(path)?),
-        None => read_default()?,
-    };
-    let Some(kubeconfig) = kubeconfig else {
-        return in_cluster(args).map(|c| (c, None));
-    };
-    let context = options.context.clone().or_else(|| kubeconfig.current_context.clone());
-    let config = Config::from_custom_kubeconfig(kubeconfig, &options).await.map_err(|e| match e {
-        KubeconfigError::CurrentContextNotSet => Error::NoCurrentContext,
-        KubeconfigError::LoadContext(name) => Error::UnknownContext(name),
-        KubeconfigError::LoadClusterOfContext(name) => {
-            Error::Kubeconfig(format!("cluster {name:?} not found in the kubeconfig"))
-        }
-        other => Error::Kubeconfig(first_line(&other.to_string())),
-    })?;
-    Ok((config, context))
-}
-
-pub(crate) fn read_file(path: &Path) -> Result<Kubeconfig, Error> {
-    Kubeconfig::read_from(path).map_err(|e| match e {
-        KubeconfigError::ReadConfig(io, _) => Error::ReadKubeconfig { path: path.to_path_buf(), cause: io.to_string() },
-        other => Error::ReadKubeconfig { path: path.to_path_buf(), cause: first_line(&other.to_string()) },
-    })
-}
-
-/// `KUBECONFIG` as kubectl reads it: split on the OS list separator, empty entries and
-/// duplicates dropped, missing files ignored, the rest merged with the first to set a key
-/// winning. Without it, `~/.kube/config` if it exists. `None` means there is no kubeconfig.
-pub(crate) fn read_default() -> Result<Option<Kubeconfig>, Error> {
-    let paths: Vec<PathBuf> = match std::env::var_os("KUBECONFIG") {
-        Some(list) if !list.is_empty() => {
-            let mut seen = Vec::<PathBuf>::new();
-            for p in std::env::split_paths(&list).filter(|p| !p.as_os_str().is_empty()) {
-                if !seen.contains(&p) {
-                    seen.push(p);
-                }
-            }
-            seen
-        }
-        _ => home_config().into_iter().collect(),
-    };
-    let mut merged: Option<Kubeconfig> = None;
-    for path in paths.iter().filter(|p| p.exists()) {
-        let next = read_file(path)?;
-        merged = Some(match merged {
-            None => next,
-            Some(m) => m.merge(next).map_err(|e| Error::Kubeconfig(e.to_string()))?,
-        });
-    }
-    Ok(merged)
-}
-
-fn home_config() -> Option<PathBuf> {
-    let home = std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE"))?;
-    Some(PathBuf::from(home).join(".kube").join("config"))
+/// Sets the proxy kubectl would use for this server: the kubeconfig's `proxy-url`, else the
+/// environment's by Go's rules.
+fn with_proxy(mut config: Config, kubeconfig_proxy: Option<&str>) -> Result<Config, Error> {
+    let env = |name: &str| std::env::var(name).ok();
+    config.proxy_url = super::proxy::choose(kubeconfig_proxy, &config.cluster_url, &env).map_err(Error::Kubeconfig)?;
+    Ok(config)
 }
 
 fn in_cluster(args: &ConnectionArgs) -> Result<Config, Error> {
@@ -135,27 +111,28 @@ fn in_cluster(args: &ConnectionArgs) -> Result<Config, Error> {
     if !has_env {
         return Err(Error::NoKubeconfig);
     }
-    let mut config = Config::incluster()
+    let config = Config::incluster()
         .map_err(|e| Error::Kubeconfig(format!("in-cluster config: {}", first_line(&e.to_string()))))?;
+    let mut config = with_proxy(config, None)?;
     if let Ok(ns) = std::env::var("POD_NAMESPACE") {
         config.default_namespace = ns;
+    }
+    if let Some(ns) = &args.namespace {
+        config.default_namespace = ns.clone();
+    }
+    let auth = &mut config.auth_info;
+    if let Some(token) = &args.token {
+        auth.token = Some(token.clone().into());
+    }
+    auth.impersonate = args.impersonate.clone().or(auth.impersonate.take());
+    auth.impersonate_uid = args.impersonate_uid.clone().or(auth.impersonate_uid.take());
+    if !args.impersonate_groups.is_empty() {
+        auth.impersonate_groups = Some(args.impersonate_groups.clone());
     }
     Ok(config)
 }
 
-fn first_line(s: &str) -> String {
-    s.lines().next().unwrap_or_default().to_string()
-}
-
 /// The names of the kubeconfig's contexts, in file order, for `--all-contexts`.
 pub fn context_names(args: &ConnectionArgs) -> Result<Vec<String>, Error> {
-    let kubeconfig = match &args.kubeconfig {
-        Some(path) => Some(read_file(path)?),
-        None => read_default()?,
-    };
-    let names: Vec<String> = kubeconfig.ok_or(Error::NoKubeconfig)?.contexts.into_iter().map(|c| c.name).collect();
-    if names.is_empty() {
-        return Err(Error::Kubeconfig("the kubeconfig has no contexts".into()));
-    }
-    Ok(names)
+    kubeconfig::context_names(args)
 }

@@ -3,7 +3,10 @@
 
 use std::error::Error as StdError;
 
-use crate::error::Error;
+use super::connect::Connection;
+use super::deadline::RequestTimedOut;
+use super::exec::ExecError;
+use crate::error::{Error, first_line};
 
 /// What a failed read means.
 #[derive(Debug)]
@@ -14,7 +17,8 @@ pub enum Failure {
 }
 
 /// Classifies a failed read of `what` (e.g. "the ClusterQueue list").
-pub fn classify(e: kube::Error, server: &str, what: &str) -> Failure {
+pub fn classify(e: kube::Error, conn: &Connection, what: &str) -> Failure {
+    let server = conn.server.as_str();
     match e {
         kube::Error::Api(status) => match status.code {
             404 => Failure::NotFound,
@@ -26,19 +30,67 @@ pub fn classify(e: kube::Error, server: &str, what: &str) -> Failure {
             }),
         },
         kube::Error::SerdeError(e) => Failure::Stop(Error::Malformed { what: what.into(), cause: e.to_string() }),
-        other => Failure::Stop(transport(&other, server)),
+        other => Failure::Stop(transport(&other, conn)),
     }
 }
 
-/// A failure to talk to the server at all: TLS, or not reachable.
-pub fn transport(e: &(dyn StdError + 'static), server: &str) -> Error {
+/// A failure to talk to the server at all: no credential from the exec plugin, the request's
+/// time was up, the proxy, TLS, or not reachable.
+pub fn transport(e: &(dyn StdError + 'static), conn: &Connection) -> Error {
+    let server = conn.server.clone();
+    if let Some(exec) = find::<ExecError>(e) {
+        return Error::Exec(exec.clone());
+    }
+    if let Some(RequestTimedOut(timeout)) = find::<RequestTimedOut>(e) {
+        return Error::Timeout { server, timeout: *timeout };
+    }
     let cause = root_cause(e);
     let lower = chain_text(e).to_lowercase();
-    if lower.contains("certificate") || lower.contains("tls") || lower.contains("handshake") {
-        Error::Tls { server: server.into(), cause }
-    } else {
-        Error::Unreachable { server: server.into(), cause }
+    if let Some(proxy) = &conn.proxy
+        && let Some(cause) = proxy_cause(&lower, &cause)
+    {
+        return Error::Proxy { server, proxy: proxy.clone(), cause };
     }
+    if lower.contains("certificate") || lower.contains("tls") || lower.contains("handshake") {
+        Error::Tls { server, cause }
+    } else {
+        Error::Unreachable { server, cause }
+    }
+}
+
+/// What went wrong at the proxy, from hyper-util's tunnel and SOCKS errors; `None` when the
+/// proxy is not where it failed.
+fn proxy_cause(chain: &str, root: &str) -> Option<String> {
+    let cause = if chain.contains("proxy authorization required") {
+        "the proxy demands credentials it was not given or did not accept (407 Proxy Authentication Required)".into()
+    } else if chain.contains("credentials not accepted") {
+        "the SOCKS5 proxy did not accept the credentials".into()
+    } else if chain.contains("server does not support user/pass") {
+        "the SOCKS5 proxy does not take a user name and password".into()
+    } else if chain.contains("tunnel error: unsuccessful") {
+        "the proxy refused to open a tunnel to the API server".into()
+    } else if chain.contains("tunnel error") || chain.contains("socks error") {
+        if chain.contains("failed to create underlying connection") {
+            format!("cannot connect to the proxy: {root}")
+        } else {
+            format!("the proxy failed: {root}")
+        }
+    } else {
+        return None;
+    };
+    Some(cause)
+}
+
+/// The first error of type `T` in the chain.
+fn find<'a, T: StdError + 'static>(e: &'a (dyn StdError + 'static)) -> Option<&'a T> {
+    let mut current = Some(e);
+    while let Some(err) = current {
+        if let Some(found) = err.downcast_ref::<T>() {
+            return Some(found);
+        }
+        current = err.source();
+    }
+    None
 }
 
 /// The innermost cause's message, on one line.
@@ -59,8 +111,4 @@ fn chain_text(e: &(dyn StdError + 'static)) -> String {
         current = next;
     }
     text
-}
-
-fn first_line(s: &str) -> String {
-    s.lines().next().unwrap_or_default().trim().to_string()
 }

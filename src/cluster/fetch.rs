@@ -64,7 +64,7 @@ pub async fn discover_kueue(conn: &Connection, log: &Log) -> Result<Kueue, Error
             return Err(Error::Api { action: "describe the Kueue API group".into(), message: format!("HTTP {code}") });
         }
     }
-    let body = response.into_body().collect_bytes().await.map_err(|e| transport(&e, &conn.server))?;
+    let body = response.into_body().collect_bytes().await.map_err(|e| transport(&e, conn))?;
     let group: APIGroup = serde_json::from_slice(&body)
         .map_err(|e| Error::Malformed { what: "the Kueue API group".into(), cause: e.to_string() })?;
     let served: Vec<&str> = group.versions.iter().map(|v| v.version.as_str()).collect();
@@ -75,7 +75,7 @@ pub async fn discover_kueue(conn: &Connection, log: &Log) -> Result<Kueue, Error
 }
 
 fn stop(e: kube::Error, conn: &Connection, what: &str) -> Error {
-    match classify(e, &conn.server, what) {
+    match classify(e, conn, what) {
         Failure::Stop(e) => e,
         Failure::NotFound => Error::Api { action: format!("return {what}"), message: "not found (404)".into() },
         Failure::Forbidden => Error::Api { action: format!("return {what}"), message: "forbidden (403)".into() },
@@ -99,7 +99,7 @@ pub async fn lease(conn: &Connection, lease: &LeaseRef, log: &Log) -> Result<Fet
     );
     match result {
         Ok(l) => Ok(Fetched::Found(LeaseFacts::from(&l))),
-        Err(e) => match classify(e, &conn.server, &format!("Lease {lease}")) {
+        Err(e) => match classify(e, conn, &format!("Lease {lease}")) {
             Failure::NotFound => Ok(Fetched::Missing),
             Failure::Forbidden => Ok(Fetched::Forbidden(Denied {
                 rule: format!("get leases.coordination.k8s.io {:?} in namespace {}", lease.name, lease.namespace),
@@ -152,7 +152,7 @@ where
         let page = match result {
             Ok(page) => page,
             Err(e) => {
-                return match classify(e, &self.conn.server, self.what) {
+                return match classify(e, self.conn, self.what) {
                     Failure::Forbidden => {
                         self.forbidden = true;
                         Ok(None)

@@ -3,7 +3,12 @@
 
 pub mod client;
 pub mod connect;
+pub mod credentials;
+pub mod deadline;
+pub mod exec;
 pub mod failure;
 pub mod fetch;
+pub mod kubeconfig;
+pub mod proxy;
 pub mod watch;
 pub mod wire;

@@ -1,6 +1,7 @@
 //! `gate --context a --context b ...` and `gate --all-contexts`: the gate on several clusters
-//! at once. Each context is connected and judged concurrently, each within its own
-//! `--request-timeout`, so a dead cluster holds up no other beyond that bound.
+//! at once. Each context is connected and judged concurrently, each within its own bound
+//! (`--request-timeout` when set, else [`CONTEXT_BOUND`]), so a dead cluster holds up no other
+//! beyond that bound.
 
 use std::time::Duration;
 
@@ -14,6 +15,10 @@ use crate::error::Error;
 use crate::exit::Exit;
 use crate::render::fleet::{self, ContextResult};
 use crate::settings::{Fleet, Output};
+
+/// How long one context may take, exec credential plugin included, when `--request-timeout`
+/// is not set.
+pub const CONTEXT_BOUND: Duration = Duration::from_secs(30);
 
 pub struct FleetOptions<'a> {
     pub connection: &'a ConnectionArgs,
@@ -56,12 +61,10 @@ fn judge_on_own_thread(
 ) -> Result<crate::report::GateRun, String> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
     runtime.block_on(async {
-        match opts.timeout {
-            Some(t) => tokio::time::timeout(t, judge_one(name, opts, log, clock)).await.unwrap_or_else(|_| {
-                Err(format!("no answer within {}", crate::core::duration::go_seconds(t.as_secs() as i64)))
-            }),
-            None => judge_one(name, opts, log, clock).await,
-        }
+        let bound = opts.timeout.unwrap_or(CONTEXT_BOUND);
+        tokio::time::timeout(bound, judge_one(name, opts, log, clock))
+            .await
+            .unwrap_or_else(|_| Err(format!("no answer within {}", crate::core::duration::go_duration(bound))))
     })
 }
 
@@ -74,13 +77,13 @@ async fn judge_one(
     let mut args = opts.connection.clone();
     args.context = Some(name.to_string());
     args.contexts = vec![name.to_string()];
-    let conn = connect::connect(&args, opts.timeout, false, log).await.map_err(|e| e.to_string())?;
+    let manner = connect::Manner { request_timeout: opts.timeout, interactive: false };
+    let conn = connect::connect(&args, manner, log).await.map_err(|e| e.to_string())?;
     let gate_opts = GateOptions {
         settings: opts.settings,
         output: opts.output,
         all_states: opts.all_states,
         all_namespaces: args.all_namespaces,
-        timeout: None,
     };
     let now = clock.now();
     let collected = gate::collect(&conn, &gate_opts, log).await.map_err(|e| e.to_string())?;

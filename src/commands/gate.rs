@@ -15,14 +15,13 @@ use crate::log::Log;
 use crate::report::GateRun;
 use crate::settings::Output;
 
-use super::{Deps, bounded};
+use super::Deps;
 
 pub struct GateOptions<'a> {
     pub settings: &'a GateSettings,
     pub output: Output,
     pub all_states: bool,
     pub all_namespaces: bool,
-    pub timeout: Option<std::time::Duration>,
 }
 
 /// The facts of one run, as read.
@@ -91,7 +90,7 @@ pub fn judge(
 pub async fn run(conn: &Connection, opts: &GateOptions<'_>, deps: &mut Deps<'_>) -> Result<Exit, Error> {
     // `now` is read once, as the reads start: a long Workload list must not age the Lease.
     let now = deps.clock.now();
-    let collected = bounded(opts.timeout, &conn.server, collect(conn, opts, deps.log)).await?;
+    let collected = collect(conn, opts, deps.log).await?;
     let run = judge(collected, opts, &conn.namespace, now);
     for w in &run.warnings {
         let _ = writeln!(deps.err, "Warning: {w}");

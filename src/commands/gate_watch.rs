@@ -142,14 +142,10 @@ pub async fn run(
     deps: &mut Deps<'_>,
 ) -> Result<Exit, Error> {
     let log = deps.log;
-    let kueue = super::bounded(opts.timeout, &conn.server, fetch::discover_kueue(conn, log)).await?;
+    let kueue = fetch::discover_kueue(conn, log).await?;
     let namespace = (!opts.all_namespaces).then(|| conn.namespace.clone());
     let local_queues =
-        super::bounded(opts.timeout, &conn.server, fetch::local_queues(conn, &kueue, namespace.as_deref(), log))
-            .await?
-            .found()
-            .cloned()
-            .unwrap_or_default();
+        fetch::local_queues(conn, &kueue, namespace.as_deref(), log).await?.found().cloned().unwrap_or_default();
     let streams = watches(conn, &kueue, opts, namespace.as_deref());
     let result = follow(streams, opts, live, namespace, &local_queues, deps).await;
     match result {

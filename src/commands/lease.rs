@@ -9,16 +9,10 @@ use crate::exit::Exit;
 use crate::report::LeaseRun;
 use crate::settings::Output;
 
-use super::{Deps, bounded};
+use super::Deps;
 
-pub async fn run(
-    conn: &Connection,
-    lease_ref: &LeaseRef,
-    output: Output,
-    timeout: Option<std::time::Duration>,
-    deps: &mut Deps<'_>,
-) -> Result<Exit, Error> {
-    let fetched = bounded(timeout, &conn.server, fetch::lease(conn, lease_ref, deps.log)).await?;
+pub async fn run(conn: &Connection, lease_ref: &LeaseRef, output: Output, deps: &mut Deps<'_>) -> Result<Exit, Error> {
+    let fetched = fetch::lease(conn, lease_ref, deps.log).await?;
     let now = deps.clock.now();
     let assessment = lease::assess(lease_ref, &fetched, now);
     let warnings: Vec<String> = skew::lease_in_future(assessment.facts.as_ref(), now).into_iter().collect();

@@ -20,20 +20,6 @@ pub struct Deps<'a> {
     pub style: crate::render::Style,
 }
 
-/// Bounds a whole evaluation: the client's own retries (429, 503) happen inside this too.
-pub async fn bounded<T>(
-    timeout: Option<std::time::Duration>,
-    server: &str,
-    work: impl std::future::Future<Output = Result<T, crate::error::Error>>,
-) -> Result<T, crate::error::Error> {
-    match timeout {
-        None => work.await,
-        Some(t) => tokio::time::timeout(t, work)
-            .await
-            .unwrap_or_else(|_| Err(crate::error::Error::Timeout { server: server.to_string(), timeout: t })),
-    }
-}
-
 /// Resolves on Ctrl-C or SIGTERM.
 pub async fn shutdown() {
     #[cfg(unix)]

@@ -21,6 +21,19 @@ pub fn go_seconds(seconds: i64) -> String {
     }
 }
 
+/// A configured bound as Go writes a `time.Duration`: `500ms`, `2s`, `1.5s`, `1m30s`.
+pub fn go_duration(d: std::time::Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    if ms.is_multiple_of(1000) || ms >= 60_000 {
+        return go_seconds(d.as_secs() as i64);
+    }
+    let text = format!("{}.{:03}", ms / 1000, ms % 1000);
+    format!("{}s", text.trim_end_matches('0'))
+}
+
 /// The whole seconds of a duration, truncated toward zero as Go's `Truncate(time.Second)` does.
 pub fn whole_seconds(d: SignedDuration) -> i64 {
     d.as_secs()
@@ -82,6 +95,14 @@ mod tests {
             [(0, "0s"), (47, "47s"), (60, "1m0s"), (123, "2m3s"), (3605, "1h0m5s"), (90061, "25h1m1s"), (-5, "-5s")]
         {
             assert_eq!(go_seconds(secs), want, "{secs}");
+        }
+    }
+
+    #[test]
+    fn bounds_read_as_go_writes_them() {
+        use std::time::Duration;
+        for (ms, want) in [(500, "500ms"), (2000, "2s"), (1500, "1.5s"), (1250, "1.25s"), (90_000, "1m30s")] {
+            assert_eq!(go_duration(Duration::from_millis(ms)), want, "{ms}");
         }
     }
 

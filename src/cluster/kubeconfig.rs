@@ -1,0 +1,303 @@
+//! The kubeconfig as kubectl reads it: `--kubeconfig`, else `KUBECONFIG` merged, else
+//! `~/.kube/config`; then the context, cluster and user chosen by `--context/--cluster/--user`,
+//! with kubectl's connection flags laid over them by client-go's rules (`clientcmd`'s
+//! `DirectClientConfig`). The result is one cluster, one user and one namespace.
+
+use std::path::{Path, PathBuf};
+
+use kube::config::{
+    AuthInfo, Cluster, Context, Kubeconfig, KubeconfigError, NamedAuthInfo, NamedCluster, NamedContext,
+};
+
+use crate::cli::ConnectionArgs;
+use crate::error::{Error, first_line};
+
+/// The chosen context, after the flags.
+#[derive(Debug, Clone)]
+pub struct Chosen {
+    /// The context's name, for messages (none when only `--server` names the cluster).
+    pub context: Option<String>,
+    pub user_name: String,
+    pub cluster: Cluster,
+    pub user: AuthInfo,
+    pub namespace: Option<String>,
+}
+
+impl Chosen {
+    /// A kubeconfig holding just this, for kube's loader.
+    pub fn to_kubeconfig(&self) -> Kubeconfig {
+        const NAME: &str = "kubectl-dispatch";
+        Kubeconfig {
+            clusters: vec![NamedCluster {
+                name: NAME.into(),
+                cluster: Some(self.cluster.clone()),
+                ..Default::default()
+            }],
+            auth_infos: vec![NamedAuthInfo {
+                name: NAME.into(),
+                auth_info: Some(self.user.clone()),
+                ..Default::default()
+            }],
+            contexts: vec![NamedContext {
+                name: NAME.into(),
+                context: Some(Context {
+                    cluster: NAME.into(),
+                    user: Some(NAME.into()),
+                    namespace: self.namespace.clone(),
+                    ..Context::default()
+                }),
+                ..Default::default()
+            }],
+            current_context: Some(NAME.into()),
+            ..Kubeconfig::default()
+        }
+    }
+}
+
+/// The context to use, or `None` when there is no kubeconfig and no `--server` (in-cluster).
+pub fn choose(args: &ConnectionArgs) -> Result<Option<Chosen>, Error> {
+    let kubeconfig = match load(args)? {
+        Some(k) => k,
+        None if args.server.is_some() => Kubeconfig::default(),
+        None => return Ok(None),
+    };
+    let context_name =
+        args.context.clone().or_else(|| kubeconfig.current_context.clone()).filter(|name| !name.is_empty());
+    let context = match &context_name {
+        Some(name) => Some(
+            kubeconfig
+                .contexts
+                .iter()
+                .find(|c| &c.name == name)
+                .map(|c| c.context.clone().unwrap_or_default())
+                .ok_or_else(|| Error::UnknownContext(name.clone()))?,
+        ),
+        None if args.server.is_none() && args.cluster.is_none() => return Err(Error::NoCurrentContext),
+        None => None,
+    };
+    let context = context.unwrap_or_default();
+    let cluster_name = args.cluster.clone().or_else(|| Some(context.cluster.clone()).filter(|c| !c.is_empty()));
+    let mut cluster = match &cluster_name {
+        Some(name) => match kubeconfig.clusters.iter().find(|c| &c.name == name) {
+            Some(named) => named.cluster.clone().unwrap_or_default(),
+            None if args.server.is_some() => Cluster::default(),
+            None => return Err(Error::Kubeconfig(format!("cluster {name:?} not found in the kubeconfig"))),
+        },
+        None => Cluster::default(),
+    };
+    let user_name = args.user.clone().or_else(|| context.user.clone()).unwrap_or_default();
+    let mut user = match kubeconfig.auth_infos.iter().find(|u| u.name == user_name) {
+        Some(named) => named.auth_info.clone().unwrap_or_default(),
+        None if user_name.is_empty() || args.user.is_none() => AuthInfo::default(),
+        None => return Err(Error::Kubeconfig(format!("user {user_name:?} not found in the kubeconfig"))),
+    };
+    lay_over_cluster(&mut cluster, args);
+    lay_over_user(&mut user, args);
+    validate(&cluster, &user, &user_name)?;
+    Ok(Some(Chosen {
+        context: context_name,
+        user_name,
+        cluster,
+        user,
+        namespace: args.namespace.clone().or(context.namespace),
+    }))
+}
+
+/// `--server`, `--certificate-authority`, `--insecure-skip-tls-verify`, `--tls-server-name`,
+/// `--disable-compression`, as client-go lays them over the kubeconfig's cluster.
+fn lay_over_cluster(cluster: &mut Cluster, args: &ConnectionArgs) {
+    if let Some(server) = &args.server {
+        cluster.server = Some(server.clone());
+    }
+    // A CA flag, or an insecure one, replaces the kubeconfig's whole trust setting.
+    let insecure = args.insecure_skip_tls_verify == Some(true);
+    if insecure || args.certificate_authority.is_some() {
+        cluster.insecure_skip_tls_verify = Some(insecure);
+        cluster.certificate_authority = args.certificate_authority.as_ref().map(|p| p.display().to_string());
+        cluster.certificate_authority_data = None;
+    }
+    // A new --server drops the kubeconfig's tls-server-name unless the flag gives one too.
+    if args.tls_server_name.is_some() || args.server.is_some() {
+        cluster.tls_server_name = args.tls_server_name.clone();
+    }
+    if args.disable_compression == Some(true) {
+        cluster.disable_compression = Some(true);
+    }
+}
+
+/// `--token`, `--client-certificate`, `--client-key`, `--as`, `--as-group`, `--as-uid`.
+fn lay_over_user(user: &mut AuthInfo, args: &ConnectionArgs) {
+    if let Some(token) = &args.token {
+        user.token = Some(token.clone().into());
+    }
+    if let Some(path) = &args.client_certificate {
+        user.client_certificate = Some(path.display().to_string());
+    }
+    if let Some(path) = &args.client_key {
+        user.client_key = Some(path.display().to_string());
+    }
+    if let Some(name) = &args.impersonate {
+        user.impersonate = Some(name.clone());
+    }
+    if !args.impersonate_groups.is_empty() {
+        user.impersonate_groups = Some(args.impersonate_groups.clone());
+    }
+    if let Some(uid) = &args.impersonate_uid {
+        user.impersonate_uid = Some(uid.clone());
+    }
+}
+
+/// What `clientcmd` refuses before connecting.
+fn validate(cluster: &Cluster, user: &AuthInfo, user_name: &str) -> Result<(), Error> {
+    let has_ca = cluster.certificate_authority.as_deref().is_some_and(|s| !s.is_empty())
+        || cluster.certificate_authority_data.as_deref().is_some_and(|s| !s.is_empty());
+    if cluster.insecure_skip_tls_verify == Some(true) && has_ca {
+        return Err(Error::Kubeconfig(
+            "specifying a root certificates file with the insecure flag is not allowed".into(),
+        ));
+    }
+    let impersonates_more =
+        user.impersonate_uid.is_some() || user.impersonate_groups.as_ref().is_some_and(|g| !g.is_empty());
+    if impersonates_more && user.impersonate.as_deref().is_none_or(str::is_empty) {
+        return Err(Error::Kubeconfig(format!(
+            "requesting uid, groups or user-extra for {user_name} without impersonating a user"
+        )));
+    }
+    Ok(())
+}
+
+/// Whether kubectl would run this user's exec plugin: not when a token, basic auth or a client
+/// certificate is also there (client-go then takes those and never runs the plugin).
+pub fn uses_exec(user: &AuthInfo) -> bool {
+    let set = |s: &Option<String>| s.as_deref().is_some_and(|s| !s.is_empty());
+    let basic = set(&user.username) && user.password.is_some();
+    let other = user.token.is_some()
+        || set(&user.token_file)
+        || basic
+        || set(&user.client_certificate)
+        || set(&user.client_certificate_data);
+    user.exec.is_some() && !other
+}
+
+fn load(args: &ConnectionArgs) -> Result<Option<Kubeconfig>, Error> {
+    match &args.kubeconfig {
+        Some(path) => read_file(path).map(Some),
+        None => read_default(),
+    }
+}
+
+pub(crate) fn read_file(path: &Path) -> Result<Kubeconfig, Error> {
+    Kubeconfig::read_from(path).map_err(|e| match e {
+        KubeconfigError::ReadConfig(io, _) => Error::ReadKubeconfig { path: path.to_path_buf(), cause: io.to_string() },
+        other => Error::ReadKubeconfig { path: path.to_path_buf(), cause: first_line(&other.to_string()) },
+    })
+}
+
+/// `KUBECONFIG` as kubectl reads it: split on the OS list separator, empty entries and
+/// duplicates dropped, missing files ignored, the rest merged with the first to set a key
+/// winning. Without it, `~/.kube/config` if it exists. `None` means there is no kubeconfig.
+pub(crate) fn read_default() -> Result<Option<Kubeconfig>, Error> {
+    let paths: Vec<PathBuf> = match std::env::var_os("KUBECONFIG") {
+        Some(list) if !list.is_empty() => {
+            let mut seen = Vec::<PathBuf>::new();
+            for p in std::env::split_paths(&list).filter(|p| !p.as_os_str().is_empty()) {
+                if !seen.contains(&p) {
+                    seen.push(p);
+                }
+            }
+            seen
+        }
+        _ => home_config().into_iter().collect(),
+    };
+    let mut merged: Option<Kubeconfig> = None;
+    for path in paths.iter().filter(|p| p.exists()) {
+        let next = read_file(path)?;
+        merged = Some(match merged {
+            None => next,
+            Some(m) => m.merge(next).map_err(|e| Error::Kubeconfig(e.to_string()))?,
+        });
+    }
+    Ok(merged)
+}
+
+fn home_config() -> Option<PathBuf> {
+    let home = std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE"))?;
+    Some(PathBuf::from(home).join(".kube").join("config"))
+}
+
+/// The names of the kubeconfig's contexts, in file order, for `--all-contexts`.
+pub fn context_names(args: &ConnectionArgs) -> Result<Vec<String>, Error> {
+    let names: Vec<String> = load(args)?.ok_or(Error::NoKubeconfig)?.contexts.into_iter().map(|c| c.name).collect();
+    if names.is_empty() {
+        return Err(Error::Kubeconfig("the kubeconfig has no contexts".into()));
+    }
+    Ok(names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args() -> ConnectionArgs {
+        ConnectionArgs::default()
+    }
+
+    fn with_ca() -> Cluster {
+        Cluster {
+            server: Some("https://a:6443".into()),
+            certificate_authority_data: Some("Q0E=".into()),
+            tls_server_name: Some("kube".into()),
+            ..Cluster::default()
+        }
+    }
+
+    #[test]
+    fn a_ca_or_insecure_flag_replaces_the_trust_setting() {
+        let mut c = with_ca();
+        lay_over_cluster(&mut c, &ConnectionArgs { insecure_skip_tls_verify: Some(true), ..args() });
+        assert_eq!((c.insecure_skip_tls_verify, c.certificate_authority_data), (Some(true), None));
+        let mut c = with_ca();
+        lay_over_cluster(&mut c, &ConnectionArgs { certificate_authority: Some("ca.crt".into()), ..args() });
+        assert_eq!(c.certificate_authority.as_deref(), Some("ca.crt"));
+        assert_eq!((c.insecure_skip_tls_verify, c.certificate_authority_data), (Some(false), None));
+        // --insecure-skip-tls-verify=false is Go's zero value: it changes nothing
+        let mut c = with_ca();
+        lay_over_cluster(&mut c, &ConnectionArgs { insecure_skip_tls_verify: Some(false), ..args() });
+        assert_eq!(c.certificate_authority_data.as_deref(), Some("Q0E="));
+    }
+
+    #[test]
+    fn a_new_server_drops_the_kubeconfigs_tls_server_name() {
+        let mut c = with_ca();
+        lay_over_cluster(&mut c, &ConnectionArgs { server: Some("https://b".into()), ..args() });
+        assert_eq!((c.server.as_deref(), c.tls_server_name), (Some("https://b"), None));
+        let mut c = with_ca();
+        lay_over_cluster(&mut c, &ConnectionArgs { tls_server_name: Some("other".into()), ..args() });
+        assert_eq!(c.tls_server_name.as_deref(), Some("other"));
+        let mut c = with_ca();
+        lay_over_cluster(&mut c, &args());
+        assert_eq!(c.tls_server_name.as_deref(), Some("kube"));
+    }
+
+    #[test]
+    fn insecure_with_a_ca_is_refused_and_uid_needs_a_user() {
+        let c = Cluster { insecure_skip_tls_verify: Some(true), ..with_ca() };
+        assert!(validate(&c, &AuthInfo::default(), "u").is_err());
+        let u = AuthInfo { impersonate_uid: Some("1".into()), ..AuthInfo::default() };
+        assert!(validate(&Cluster::default(), &u, "u").unwrap_err().to_string().contains("without impersonating"));
+        let u = AuthInfo { impersonate: Some("x".into()), ..u };
+        assert!(validate(&Cluster::default(), &u, "u").is_ok());
+    }
+
+    #[test]
+    fn a_token_or_certificate_keeps_exec_from_running() {
+        let exec = Some(kube::config::ExecConfig::default());
+        assert!(uses_exec(&AuthInfo { exec: exec.clone(), ..AuthInfo::default() }));
+        assert!(!uses_exec(&AuthInfo {
+            exec: exec.clone(),
+            token: Some("t".to_string().into()),
+            ..AuthInfo::default()
+        }));
+        assert!(!uses_exec(&AuthInfo { exec, client_certificate: Some("c".into()), ..AuthInfo::default() }));
+    }
+}
