@@ -42,13 +42,7 @@ fn drop_lines(yaml: &str, needle: &str) -> String {
 
 /// One `error:` line and at most one hint; never a panic or a backtrace.
 fn assert_one_error(run: &Run, error: &str) {
-    run.expect_code(1);
-    let lines: Vec<&str> = run.stderr.lines().collect();
-    assert!(!lines.is_empty() && lines.len() <= 2, "stderr:\n{}", run.stderr);
-    assert!(lines[0].starts_with("error: "), "stderr:\n{}", run.stderr);
-    assert!(lines[0].contains(error), "want {error:?} in:\n{}", run.stderr);
-    assert!(!run.stderr.contains("panicked") && !run.stderr.contains("backtrace"), "{}", run.stderr);
-    assert!(run.stdout.is_empty(), "stdout: {}", run.stdout);
+    run.expect_one_error(error);
 }
 
 #[test]

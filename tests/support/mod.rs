@@ -8,6 +8,7 @@
 
 pub mod controller;
 pub mod fixtures;
+pub mod shapes;
 pub mod watch;
 
 use std::collections::HashMap;
@@ -185,6 +186,18 @@ impl Run {
 
     pub fn has_line(&self, line: &str) -> bool {
         self.stdout.lines().any(|l| l == line)
+    }
+
+    /// One `error:` line containing `error`, at most one hint line, no panic or backtrace,
+    /// nothing on stdout, exit 1.
+    pub fn expect_one_error(&self, error: &str) -> &Self {
+        self.expect_code(1);
+        let lines: Vec<&str> = self.stderr.lines().collect();
+        assert!(!lines.is_empty() && lines.len() <= 2, "stderr:\n{}", self.stderr);
+        assert!(lines[0].starts_with("error: ") && lines[0].contains(error), "want {error:?} in:\n{}", self.stderr);
+        assert!(!self.stderr.contains("panicked") && !self.stderr.contains("backtrace"), "{}", self.stderr);
+        assert!(self.stdout.is_empty(), "stdout: {}", self.stdout);
+        self
     }
 
     pub fn expect_line(&self, line: &str) -> &Self {

@@ -20,8 +20,12 @@ impl Watch {
     pub fn start(c: &Cluster, args: &[&str]) -> Watch {
         let mut full = vec!["dispatch"];
         full.extend_from_slice(args);
-        let mut child = c
-            .command("kubectl", &full)
+        Watch::spawn(c.command("kubectl", &full))
+    }
+
+    /// Starts a command (one that runs `kubectl dispatch ...`) to be read as it runs.
+    pub fn spawn(mut command: std::process::Command) -> Watch {
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

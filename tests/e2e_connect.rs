@@ -1,0 +1,267 @@
+//! Connecting as kubectl does, on the kubeconfig shapes people really have: exec credential
+//! plugins, kubectl's connection flags, TLS settings and `--request-timeout`. Each shape runs
+//! `kubectl get lease` and `kubectl dispatch lease` side by side on the same kubeconfig: both
+//! work, or both fail and the plugin says why in one line. Proxies are in e2e_proxy.rs.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use support::Cluster;
+use support::shapes::{Shapes, both_fail, both_work};
+
+const V1: &str = "client.authentication.k8s.io/v1";
+const V1BETA1: &str = "client.authentication.k8s.io/v1beta1";
+const NEVER: &str = "      interactiveMode: Never\n";
+
+#[test]
+fn exec_plugins_v1_and_v1beta1_that_return_a_client_certificate() {
+    let s = Shapes::new(Cluster::shared());
+    for (api, mode) in [(V1, NEVER), (V1BETA1, ""), (V1, "      interactiveMode: IfAvailable\n")] {
+        let kc = s.kubeconfig("exec-cert", &s.cluster(), &s.exec_user("exec-cert", api, mode, &[]));
+        let (k, ours) = s.side_by_side(&kc, &[], &[]);
+        both_work(&k, &ours);
+    }
+    // kubectl refuses a v1 plugin without interactiveMode; so does the plugin.
+    let kc = s.kubeconfig("exec-v1-no-mode", &s.cluster(), &s.exec_user("exec-cert", V1, "", &[]));
+    let (k, ours) = s.side_by_side(&kc, &[], &[]);
+    both_fail(&k, &ours, "interactiveMode must be specified");
+}
+
+#[test]
+fn a_missing_exec_plugin_names_itself_and_shows_the_install_hint() {
+    let s = Shapes::new(Cluster::shared());
+    let user = format!(
+        "    exec:\n      apiVersion: {V1}\n      command: corp-login-not-installed\n{NEVER}      installHint: |\n        corp-login is not installed.\n        Install it with: brew install corp-login\n"
+    );
+    let kc = s.kubeconfig("exec-missing", &s.cluster(), &user);
+    let (k, ours) = s.side_by_side(&kc, &[], &[]);
+    both_fail(&k, &ours, r#"the exec credential plugin "corp-login-not-installed" for user "x" was not found"#);
+    assert!(k.stderr.contains("brew install corp-login"), "kubectl shows the hint too:\n{}", k.stderr);
+    assert_eq!(
+        ours.stderr.lines().nth(1),
+        Some("corp-login is not installed. Install it with: brew install corp-login"),
+        "{}",
+        ours.stderr
+    );
+}
+
+#[test]
+fn a_failing_exec_plugin_shows_the_last_line_of_its_stderr() {
+    let s = Shapes::new(Cluster::shared());
+    let kc = s.kubeconfig("exec-fail", &s.cluster(), &s.exec_user("exec-fail", V1, NEVER, &[]));
+    let (k, ours) = s.side_by_side(&kc, &[], &[]);
+    both_fail(
+        &k,
+        &ours,
+        &format!(
+            "the exec credential plugin {:?} exited with status 3: login failed: the session expired, run corp-login again",
+            s.path("exec-fail")
+        ),
+    );
+    let kc = s.kubeconfig("exec-empty", &s.cluster(), &s.exec_user("exec-empty", V1, NEVER, &[]));
+    let (k, ours) = s.side_by_side(&kc, &[], &[]);
+    both_fail(&k, &ours, "produced no credential: it returned neither a token nor a client certificate and key");
+}
+
+#[test]
+fn a_hanging_exec_plugin_is_bounded_in_every_mode() {
+    let c = Cluster::shared();
+    let s = Shapes::new(c);
+    let kc = s.kubeconfig("exec-hang", &s.cluster(), &s.exec_user("exec-hang", V1, NEVER, &[]));
+    let kc_arg = kc.to_str().unwrap();
+    // One-shot: --request-timeout bounds the plugin's run.
+    let started = Instant::now();
+    let ours = s.kubectl(&["dispatch", "--kubeconfig", kc_arg, "lease", "--request-timeout", "2s"], &[]);
+    ours.expect_one_error(&format!("the exec credential plugin {:?} did not finish within 2s", s.path("exec-hang")));
+    assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+    // Watch: the same bound, and no terminal.
+    let started = Instant::now();
+    let ours = s.kubectl(&["dispatch", "--kubeconfig", kc_arg, "lease", "--watch", "--request-timeout", "2s"], &[]);
+    ours.expect_one_error("did not finish within 2s");
+    assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+
+    // Fleet: a context whose plugin hangs is an error row; the others are judged.
+    let merged = s.dir.join("merged");
+    std::fs::write(&merged, std::fs::read_to_string(&kc).unwrap().replace("current-context: x\n", "")).unwrap();
+    let both = format!("{}:{}", merged.display(), c.kubeconfig());
+    let started = Instant::now();
+    let fleet = s.kubectl(
+        &["dispatch", "gate", "--context", "x", "--context", "admin", "--request-timeout", "3s"],
+        &[("KUBECONFIG", both.as_str())],
+    );
+    assert!(started.elapsed() < Duration::from_secs(12), "took {:?}", started.elapsed());
+    let rows: Vec<&str> = fleet.stdout.lines().collect();
+    assert!(rows.iter().any(|r| r.starts_with("x ") && r.contains("error")), "stdout:\n{}", fleet.stdout);
+    assert!(rows.iter().any(|r| r.starts_with("admin ")), "stdout:\n{}\nstderr:\n{}", fleet.stdout, fleet.stderr);
+
+    // Completion: TAB never waits on the plugin for long. The completer is called as kubectl
+    // calls it (`kubectl __complete dispatch ...` runs it with the words after `dispatch`), but
+    // directly: kubectl's own `__complete` runs this kubeconfig's exec plugin itself, unbounded.
+    let completer = s.dir.join("kubectl_complete-dispatch");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_kubectl-dispatch"), &completer).unwrap();
+    let started = Instant::now();
+    let done = support::Run::from(
+        std::process::Command::new(&completer)
+            .args(["--kubeconfig", kc_arg, "gate", "--cluster-queue", ""])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert!(done.stdout.ends_with(":4\n"), "stdout:\n{}", done.stdout);
+    assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+}
+
+#[test]
+fn an_exec_credential_is_fetched_again_before_it_lapses_under_watch() {
+    // A cluster of its own: this test restarts kube-apiserver.
+    let c = Cluster::start("v0.17.0");
+    let s = Shapes::new(&c);
+    let runs = s.dir.join("runs");
+    let runs_path = runs.to_str().unwrap();
+    let user = s.exec_user("exec-cert", V1, NEVER, &[("RUNS", runs_path), ("EXPIRES_IN", "8")]);
+    let kc = s.kubeconfig("exec-expiring", &s.cluster(), &user);
+    let mut full = vec!["dispatch", "--kubeconfig", kc.to_str().unwrap(), "lease", "--watch", "-o", "json"];
+    full.push("--changes-only");
+    let mut watch = support::watch::Watch::spawn(s.command(&full, &[]));
+    watch.wait_for("the first row", Duration::from_secs(20), |l| l.contains(support::shapes::HOLDER));
+    // Past the credential's expiry, the watch has to reconnect: new requests, new credential.
+    std::thread::sleep(Duration::from_secs(9));
+    c.kill_apiserver();
+    c.start_apiserver();
+    watch.wait_for_stderr("watch resumed", Duration::from_secs(30));
+    c.apply(&support::fixtures::lease(
+        support::shapes::LEASE_NS,
+        support::shapes::LEASE,
+        Some("new-holder_1"),
+        Some(0),
+        Some(3600),
+    ));
+    watch.wait_for("the takeover after the restart", Duration::from_secs(20), |l| l.contains("new-holder_1"));
+    let count = std::fs::read_to_string(&runs).unwrap().lines().count();
+    assert!(count >= 2, "the plugin ran {count} time(s); the expired credential was reused");
+    watch.stop();
+    c.stop();
+}
+
+#[test]
+fn tls_settings_agree_with_kubectl() {
+    let s = Shapes::new(Cluster::shared());
+    let admin = "    client-certificate: pki/admin.crt\n    client-key: pki/admin.key\n";
+    // Certificate files relative to the kubeconfig's folder (the test runs elsewhere).
+    let relative = format!("    server: {}\n    certificate-authority: pki/ca.crt\n", s.server);
+    let kc = s.kubeconfig("relative", &relative, admin);
+    let (k, ours) = s.side_by_side(&kc, &[], &[("PWD", "/")]);
+    both_work(&k, &ours);
+    // insecure-skip-tls-verify without a CA.
+    let insecure = format!("    server: {}\n    insecure-skip-tls-verify: true\n", s.server);
+    let (k, ours) = s.side_by_side(&s.kubeconfig("insecure", &insecure, admin), &[], &[]);
+    both_work(&k, &ours);
+    // tls-server-name: a name the certificate has, and one it does not.
+    let named = |name: &str| format!("{}    tls-server-name: {name}\n", s.cluster());
+    let (k, ours) = s.side_by_side(&s.kubeconfig("name-right", &named("localhost"), admin), &[], &[]);
+    both_work(&k, &ours);
+    let (k, ours) = s.side_by_side(&s.kubeconfig("name-wrong", &named("wrong.example"), admin), &[], &[]);
+    both_fail(&k, &ours, "certificate not valid for name \"wrong.example\"");
+    // insecure and a CA together: kubectl refuses the kubeconfig, and so does the plugin.
+    let both = format!("{}    insecure-skip-tls-verify: true\n", s.cluster());
+    let (k, ours) = s.side_by_side(&s.kubeconfig("insecure-and-ca", &both, admin), &[], &[]);
+    both_fail(&k, &ours, "specifying a root certificates file with the insecure flag is not allowed");
+}
+
+#[test]
+fn each_connection_flag_on_an_empty_kubeconfig() {
+    let s = Shapes::new(Cluster::shared());
+    let empty = s.dir.join("empty");
+    std::fs::write(&empty, "apiVersion: v1\nkind: Config\n").unwrap();
+    let (ca, cert, key) = (s.path("pki/ca.crt"), s.path("pki/admin.crt"), s.path("pki/admin.key"));
+    let server = s.server.clone();
+    let admin: Vec<&str> = vec!["--client-certificate", &cert, "--client-key", &key];
+    let with = |extra: &[&str]| -> Vec<String> {
+        let mut all: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        all.extend(admin.iter().map(|s| s.to_string()));
+        all
+    };
+    let shapes: Vec<(Vec<String>, Option<&str>)> = vec![
+        (with(&["-s", &server, "--certificate-authority", &ca]), None),
+        (with(&["--server", &server, "--insecure-skip-tls-verify"]), None),
+        (with(&["--server", &server, "--insecure-skip-tls-verify=true"]), None),
+        (with(&["-s", &server, "--certificate-authority", &ca, "--tls-server-name", "localhost"]), None),
+        (with(&["-s", &server, "--certificate-authority", &ca, "--as", "viewer", "--as-uid", "42"]), None),
+        (with(&["-s", &server, "--certificate-authority", &ca, "--disable-compression"]), None),
+        (
+            with(&["-s", &server, "--certificate-authority", &ca, "--tls-server-name", "wrong.example"]),
+            Some("wrong.example"),
+        ),
+        (with(&["-s", &server]), Some("TLS with the API server")),
+        (
+            with(&["-s", &server, "--certificate-authority", &ca, "--as-uid", "42"]),
+            Some("without impersonating a user"),
+        ),
+        (
+            vec![
+                "-s".into(),
+                server.clone(),
+                "--certificate-authority".into(),
+                ca.clone(),
+                "--token".into(),
+                "not-a-token".into(),
+            ],
+            Some("401 Unauthorized"),
+        ),
+    ];
+    for (flags, failure) in shapes {
+        let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+        let (k, ours) = s.side_by_side(&empty, &flags, &[]);
+        match failure {
+            None => both_work(&k, &ours),
+            Some(error) => both_fail(&k, &ours, error),
+        }
+    }
+}
+
+#[test]
+fn flags_take_precedence_over_the_kubeconfig() {
+    let c = Cluster::shared();
+    let s = Shapes::new(c);
+    let kc = std::path::PathBuf::from(c.kubeconfig());
+    // --server over the context's server (a dead one in this kubeconfig).
+    let dead = s.kubeconfig("dead-server", "    server: https://127.0.0.1:1\n", "    token: x\n");
+    let (cert, key, ca) = (s.path("pki/admin.crt"), s.path("pki/admin.key"), s.path("pki/ca.crt"));
+    let flags = ["-s", &s.server, "--certificate-authority", &ca, "--client-certificate", &cert, "--client-key", &key];
+    let (k, ours) = s.side_by_side(&dead, &flags, &[]);
+    // Both send the kubeconfig's token beside the flags' certificate; the certificate authenticates.
+    both_work(&k, &ours);
+    // --token beside the context's client certificate: an unknown token, and the certificate
+    // still authenticates, for both.
+    let (k, ours) = s.side_by_side(&kc, &["--token", "unknown"], &[]);
+    both_work(&k, &ours);
+    // --insecure-skip-tls-verify drops the kubeconfig's CA instead of refusing both.
+    let (k, ours) = s.side_by_side(&kc, &["--insecure-skip-tls-verify"], &[]);
+    both_work(&k, &ours);
+    // --certificate-authority over the kubeconfig's CA data: a wrong CA fails both.
+    let (k, ours) = s.side_by_side(&kc, &["--certificate-authority", &s.path("pki/admin.crt")], &[]);
+    both_fail(&k, &ours, "TLS with the API server");
+}
+
+#[test]
+fn request_timeout_bounds_a_server_that_accepts_and_never_answers() {
+    let s = Shapes::new(Cluster::shared());
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let hold = std::thread::spawn(move || {
+        let conns: Vec<_> = listener.incoming().take(4).collect();
+        std::thread::sleep(Duration::from_secs(8));
+        drop(conns);
+    });
+    let cluster = format!("    server: https://127.0.0.1:{port}\n    insecure-skip-tls-verify: true\n");
+    let kc = s.kubeconfig("silent", &cluster, "    token: x\n");
+    let kc_arg = kc.to_str().unwrap();
+    let kubectl = s.kubectl(&["--kubeconfig", kc_arg, "--request-timeout", "2s", "get", "lease", "-A"], &[]);
+    assert_ne!(kubectl.code, 0, "{}", kubectl.stdout);
+    let started = Instant::now();
+    let ours = s.kubectl(&["dispatch", "--kubeconfig", kc_arg, "--request-timeout", "2s", "lease"], &[]);
+    assert!(started.elapsed() < Duration::from_secs(6), "took {:?}", started.elapsed());
+    ours.expect_one_error(&format!("no answer from the API server at https://127.0.0.1:{port} within 2s"));
+    drop(hold);
+}
