@@ -30,6 +30,12 @@ const usage = `usage:
   testcluster stop --state-dir DIR              tear down and remove DIR (idempotent)
   testcluster kill-apiserver --state-dir DIR    SIGKILL kube-apiserver and wait for it
   testcluster start-apiserver --state-dir DIR   start kube-apiserver again, wait until ready
+  testcluster proxy --kind http|socks5 --log FILE [--user U --password P] [--listen 127.0.0.1:0]
+      a real forward proxy on loopback (HTTP CONNECT: goproxy; SOCKS5: go-socks5), optionally
+      requiring credentials; prints "listening on 127.0.0.1:PORT", appends one line per
+      connection to FILE ("CONNECT 127.0.0.1:6443", "SOCKS5 127.0.0.1:6443", "DENIED ...");
+      ends on SIGTERM/SIGINT or when its stdin closes. Its own binary (Go module
+      tests/cluster/proxy), run by tests/cluster/testcluster; "proxy --help" for details.
 VERSION is a Kueue version pinned in tests/cluster/kueue.sums (default v0.17.0), or none.
 `
 
@@ -44,6 +50,10 @@ func realMain(args []string) int {
 	if len(args) == 0 {
 		fmt.Fprint(os.Stderr, usage)
 		return 2
+	}
+	if args[0] == "proxy" {
+		// The wrapper script runs the proxy's own binary; this one does not contain it.
+		return fail("proxy: run it as tests/cluster/testcluster proxy ... (it is built from the Go module tests/cluster/proxy)")
 	}
 	fs := flag.NewFlagSet("testcluster "+args[0], flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprint(os.Stderr, usage) }
