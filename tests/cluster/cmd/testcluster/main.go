@@ -1,5 +1,5 @@
 // Command testcluster runs a throwaway Kubernetes control plane (etcd + kube-apiserver on
-// loopback, client-certificate users, RBAC, audit log, Kueue CRDs) for kubectl-dispatch's
+// loopback, client-certificate users and a static-token user, RBAC, audit log, Kueue CRDs) for kubectl-dispatch's
 // tests. Use it through tests/cluster/run or tests/cluster/testcluster, which build and
 // pass the kube-apiserver and etcd binaries (TESTCLUSTER_* variables).
 package main
@@ -21,7 +21,8 @@ import (
 const usage = `usage:
   testcluster run [--kueue VERSION] [--] CMD [ARGS...]
       start a cluster in a temporary folder, run CMD with KUBECONFIG, DISPATCH_TEST_AUDIT_LOG,
-      DISPATCH_TEST_STATE_DIR and APISERVER_URL set, tear down, exit with CMD's status
+      DISPATCH_TEST_STATE_DIR, APISERVER_URL and DISPATCH_TEST_TOKEN_FILE set, tear down,
+      exit with CMD's status
       (125 if the cluster failed to start; 130/143 on SIGINT/SIGTERM).
   testcluster start --state-dir DIR [--kueue VERSION] [--owner-pid PID]
       start a cluster living in DIR (new or empty), write DIR/env, return once ready. The
@@ -191,7 +192,7 @@ func cmdRun(kueue string, argv []string) int {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = os.Environ()
-	for _, k := range []string{"KUBECONFIG", "DISPATCH_TEST_AUDIT_LOG", "DISPATCH_TEST_STATE_DIR", "APISERVER_URL"} {
+	for _, k := range []string{"KUBECONFIG", "DISPATCH_TEST_AUDIT_LOG", "DISPATCH_TEST_STATE_DIR", "APISERVER_URL", "DISPATCH_TEST_TOKEN_FILE"} {
 		cmd.Env = append(cmd.Env, k+"="+env[k])
 	}
 	// Without a terminal, CMD and its children get a process group of their own, so a
