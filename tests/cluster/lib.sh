@@ -5,6 +5,9 @@
 # as kube-apiserver-<k8s.io/kubernetes version>, etcd-<go.etcd.io/etcd/server/v3 version>
 # (both read from go.mod) and testcluster-<hash of go.mod, go.sum and the harness sources,
 # internal/ included>, then exports what the harness needs: TESTCLUSTER_{KUBE_APISERVER,ETCD,MODULE_DIR,GO}.
+# The test proxy (`testcluster proxy`) is its own Go module, proxy/, so that its dependencies
+# cannot move a version the kube-apiserver build uses; tc_ensure_proxy_built builds it alone
+# as testproxy-<hash of proxy/go.mod, go.sum and *.go> and exports TESTCLUSTER_PROXY.
 set -euo pipefail
 
 tc_module_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
@@ -21,12 +24,17 @@ tc_mod_version() {
 
 # tc_build DEST DESCRIPTION PACKAGE [GO BUILD FLAGS...]: go build PACKAGE into DEST unless it exists.
 tc_build() {
-	local dest=$1 what=$2 pkg=$3 log mod
-	shift 3
+	tc_build_in "$tc_module_dir" "$@"
+}
+
+# tc_build_in MODULE_DIR DEST DESCRIPTION PACKAGE [GO BUILD FLAGS...]: tc_build in another module.
+tc_build_in() {
+	local dir=$1 dest=$2 what=$3 pkg=$4 log mod
+	shift 4
 	[[ -x $dest ]] && return 0
 	echo "building $what..." >&2
 	log=$(mktemp)
-	if ! (cd "$tc_module_dir" && "$TESTCLUSTER_GO" build -trimpath -buildvcs=false "$@" -o "$dest.tmp.$$" "$pkg") >"$log" 2>&1; then
+	if ! (cd "$dir" && "$TESTCLUSTER_GO" build -trimpath -buildvcs=false "$@" -o "$dest.tmp.$$" "$pkg") >"$log" 2>&1; then
 		rm -f "$dest.tmp.$$"
 		# Name the module that could not be fetched, if that is what went wrong.
 		mod=$(grep -oE '[A-Za-z0-9.-]+\.[a-z]+/[^ :@"]+@v[^ :"]+' "$log" | head -n 1 || true)
@@ -43,11 +51,19 @@ tc_build() {
 	mv -f "$dest.tmp.$$" "$dest"
 }
 
-tc_ensure_built() {
-	local cache k8s_v etcd_v hash lockfd
+tc_find_go() {
 	TESTCLUSTER_GO=$(command -v go || echo /usr/local/go/bin/go)
 	[[ -x $TESTCLUSTER_GO ]] || tc_die "no go toolchain (not on PATH, not /usr/local/go/bin/go)"
-	cache=${DISPATCH_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-dispatch}/bin
+}
+
+tc_cache_dir() {
+	echo "${DISPATCH_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-dispatch}/bin"
+}
+
+tc_ensure_built() {
+	local cache k8s_v etcd_v hash lockfd
+	tc_find_go
+	cache=$(tc_cache_dir)
 	k8s_v=$(tc_mod_version k8s.io/kubernetes)
 	etcd_v=$(tc_mod_version go.etcd.io/etcd/server/v3)
 	[[ -n $k8s_v && -n $etcd_v ]] || tc_die "cannot read the k8s.io/kubernetes / go.etcd.io/etcd/server/v3 versions from $tc_module_dir/go.mod"
@@ -73,6 +89,27 @@ tc_ensure_built() {
 			tc_build "$TESTCLUSTER_BIN" "testcluster harness" ./cmd/testcluster
 			# Older harness builds are of no further use.
 			find "$cache" -maxdepth 1 -name 'testcluster-*' ! -name "testcluster-$hash" ! -name '*.tmp.*' -delete
+		fi
+		exec {lockfd}>&-
+	fi
+}
+
+# The proxy alone: it needs neither kube-apiserver nor etcd, and has a lock of its own so it
+# does not wait behind a cold kube-apiserver build.
+tc_ensure_proxy_built() {
+	local cache hash lockfd dir=$tc_module_dir/proxy
+	tc_find_go
+	cache=$(tc_cache_dir)
+	hash=$(cd "$dir" && cat go.mod go.sum ./*.go | sha256sum | cut -c 1-12)
+	TESTCLUSTER_PROXY=$cache/testproxy-$hash
+	export TESTCLUSTER_GO TESTCLUSTER_PROXY
+	if [[ ! -x $TESTCLUSTER_PROXY ]]; then
+		mkdir -p "$cache"
+		exec {lockfd}>"$cache/.build-proxy.lock"
+		flock "$lockfd"
+		if [[ ! -x $TESTCLUSTER_PROXY ]]; then
+			tc_build_in "$dir" "$TESTCLUSTER_PROXY" "test proxy (goproxy, go-socks5)" .
+			find "$cache" -maxdepth 1 -name 'testproxy-*' ! -name "testproxy-$hash" ! -name '*.tmp.*' -delete
 		fi
 		exec {lockfd}>&-
 	fi

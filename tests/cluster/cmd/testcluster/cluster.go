@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,8 +18,10 @@ import (
 )
 
 // State folder layout (DIR):
-//   env                   KUBECONFIG, DISPATCH_TEST_AUDIT_LOG, DISPATCH_TEST_STATE_DIR, APISERVER_URL
-//   kubeconfig            contexts admin (current), viewer, no-lease
+//   env                   KUBECONFIG, DISPATCH_TEST_AUDIT_LOG, DISPATCH_TEST_STATE_DIR, APISERVER_URL,
+//                         DISPATCH_TEST_TOKEN_FILE
+//   kubeconfig            contexts admin (current), viewer, no-lease, token
+//   token                 token-user's bearer token (no newline); token-auth.csv, its --token-auth-file
 //   audit.log             kube-apiserver audit log (level Metadata, JSON lines)
 //   audit-policy.yaml
 //   pki/                  ca, apiserver serving cert, admin/viewer/no-lease client certs, sa.key
@@ -163,8 +167,20 @@ func startCluster(cfg config) error {
 	if err != nil {
 		return fmt.Errorf("certificates: %w", err)
 	}
+	token, err := newToken()
+	if err != nil {
+		return err
+	}
+	tokenFile := filepath.Join(dir, "token")
+	tokenAuthFile := filepath.Join(dir, "token-auth.csv")
+	if err := writeFileAtomic(tokenFile, []byte(token), 0o600); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(tokenAuthFile, []byte(tokenAuthLine(token)), 0o600); err != nil {
+		return err
+	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := writeKubeconfig(kubeconfig, apiURL, p); err != nil {
+	if err := writeKubeconfig(kubeconfig, apiURL, p, token); err != nil {
 		return err
 	}
 	policy := filepath.Join(dir, "audit-policy.yaml")
@@ -181,6 +197,7 @@ func startCluster(cfg config) error {
 		"--tls-cert-file=" + filepath.Join(pkiDir, "apiserver.crt"),
 		"--tls-private-key-file=" + filepath.Join(pkiDir, "apiserver.key"),
 		"--client-ca-file=" + filepath.Join(pkiDir, "ca.crt"),
+		"--token-auth-file=" + tokenAuthFile,
 		"--authorization-mode=RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + filepath.Join(pkiDir, "sa.pub"),
@@ -224,9 +241,28 @@ func startCluster(cfg config) error {
 		return err
 	}
 
-	env := fmt.Sprintf("KUBECONFIG=%s\nDISPATCH_TEST_AUDIT_LOG=%s\nDISPATCH_TEST_STATE_DIR=%s\nAPISERVER_URL=%s\n",
-		kubeconfig, auditLog, dir, apiURL)
+	env := fmt.Sprintf("KUBECONFIG=%s\nDISPATCH_TEST_AUDIT_LOG=%s\nDISPATCH_TEST_STATE_DIR=%s\nAPISERVER_URL=%s\nDISPATCH_TEST_TOKEN_FILE=%s\n",
+		kubeconfig, auditLog, dir, apiURL, tokenFile)
 	return writeFileAtomic(filepath.Join(dir, "env"), []byte(env), 0o600)
+}
+
+// tokenUser is the static-token user (kube-apiserver --token-auth-file). Its group mirrors
+// the viewer certificate's O=viewer; its rights come from being bound wherever viewer is
+// (rbac.go).
+const tokenUser, tokenUserGroup = "token-user", "viewer"
+
+// newToken is a fresh random bearer token (hex, 32 bytes of entropy).
+func newToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// tokenAuthLine is the token file's line: token,user,uid,"group1,group2".
+func tokenAuthLine(token string) string {
+	return fmt.Sprintf("%s,%s,%s,\"%s\"\n", token, tokenUser, tokenUser, tokenUserGroup)
 }
 
 // waitReady polls GET /readyz until the body is exactly "ok" (the not-ready body lists

@@ -11,8 +11,9 @@ import (
 )
 
 // writeKubeconfig writes a kubeconfig with one cluster, user and context per client
-// user (admin, viewer, no-lease), all with embedded *-data fields; admin is current.
-func writeKubeconfig(path, server string, p *pki) error {
+// user (admin, viewer, no-lease), all with embedded *-data fields, and one named token whose
+// user is token-user by its bearer token (`token: ...`); admin is current.
+func writeKubeconfig(path, server string, p *pki, token string) error {
 	b64 := base64.StdEncoding.EncodeToString
 	var s strings.Builder
 	s.WriteString("apiVersion: v1\nkind: Config\nclusters:\n")
@@ -20,16 +21,19 @@ func writeKubeconfig(path, server string, p *pki) error {
 		fmt.Fprintf(&s, "- name: %s\n  cluster:\n    server: %s\n    certificate-authority-data: %s\n",
 			u.name, server, b64(p.ca.certPEM))
 	}
+	fmt.Fprintf(&s, "- name: token\n  cluster:\n    server: %s\n    certificate-authority-data: %s\n", server, b64(p.ca.certPEM))
 	s.WriteString("users:\n")
 	for _, u := range clientUsers {
 		kp := p.clients[u.name]
 		fmt.Fprintf(&s, "- name: %s\n  user:\n    client-certificate-data: %s\n    client-key-data: %s\n",
 			u.name, b64(kp.certPEM), b64(kp.keyPEM))
 	}
+	fmt.Fprintf(&s, "- name: token\n  user:\n    token: %s\n", token)
 	s.WriteString("contexts:\n")
 	for _, u := range clientUsers {
 		fmt.Fprintf(&s, "- name: %s\n  context:\n    cluster: %s\n    user: %s\n", u.name, u.name, u.name)
 	}
+	s.WriteString("- name: token\n  context:\n    cluster: token\n    user: token\n")
 	s.WriteString("current-context: admin\n")
 	return writeFileAtomic(path, []byte(s.String()), 0o600)
 }

@@ -1,5 +1,5 @@
 // Command testcluster runs a throwaway Kubernetes control plane (etcd + kube-apiserver on
-// loopback, client-certificate users, RBAC, audit log, Kueue CRDs) for kubectl-dispatch's
+// loopback, client-certificate users and a static-token user, RBAC, audit log, Kueue CRDs) for kubectl-dispatch's
 // tests. Use it through tests/cluster/run or tests/cluster/testcluster, which build and
 // pass the kube-apiserver and etcd binaries (TESTCLUSTER_* variables).
 package main
@@ -21,7 +21,8 @@ import (
 const usage = `usage:
   testcluster run [--kueue VERSION] [--] CMD [ARGS...]
       start a cluster in a temporary folder, run CMD with KUBECONFIG, DISPATCH_TEST_AUDIT_LOG,
-      DISPATCH_TEST_STATE_DIR and APISERVER_URL set, tear down, exit with CMD's status
+      DISPATCH_TEST_STATE_DIR, APISERVER_URL and DISPATCH_TEST_TOKEN_FILE set, tear down,
+      exit with CMD's status
       (125 if the cluster failed to start; 130/143 on SIGINT/SIGTERM).
   testcluster start --state-dir DIR [--kueue VERSION] [--owner-pid PID]
       start a cluster living in DIR (new or empty), write DIR/env, return once ready. The
@@ -30,6 +31,12 @@ const usage = `usage:
   testcluster stop --state-dir DIR              tear down and remove DIR (idempotent)
   testcluster kill-apiserver --state-dir DIR    SIGKILL kube-apiserver and wait for it
   testcluster start-apiserver --state-dir DIR   start kube-apiserver again, wait until ready
+  testcluster proxy --kind http|socks5 --log FILE [--user U --password P] [--listen 127.0.0.1:0]
+      a real forward proxy on loopback (HTTP CONNECT: goproxy; SOCKS5: go-socks5), optionally
+      requiring credentials; prints "listening on 127.0.0.1:PORT", appends one line per
+      connection to FILE ("CONNECT 127.0.0.1:6443", "SOCKS5 127.0.0.1:6443", "DENIED ...");
+      ends on SIGTERM/SIGINT or when its stdin closes. Its own binary (Go module
+      tests/cluster/proxy), run by tests/cluster/testcluster; "proxy --help" for details.
 VERSION is a Kueue version pinned in tests/cluster/kueue.sums (default v0.17.0), or none.
 `
 
@@ -44,6 +51,10 @@ func realMain(args []string) int {
 	if len(args) == 0 {
 		fmt.Fprint(os.Stderr, usage)
 		return 2
+	}
+	if args[0] == "proxy" {
+		// The wrapper script runs the proxy's own binary; this one does not contain it.
+		return fail("proxy: run it as tests/cluster/testcluster proxy ... (it is built from the Go module tests/cluster/proxy)")
 	}
 	fs := flag.NewFlagSet("testcluster "+args[0], flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprint(os.Stderr, usage) }
@@ -181,7 +192,7 @@ func cmdRun(kueue string, argv []string) int {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = os.Environ()
-	for _, k := range []string{"KUBECONFIG", "DISPATCH_TEST_AUDIT_LOG", "DISPATCH_TEST_STATE_DIR", "APISERVER_URL"} {
+	for _, k := range []string{"KUBECONFIG", "DISPATCH_TEST_AUDIT_LOG", "DISPATCH_TEST_STATE_DIR", "APISERVER_URL", "DISPATCH_TEST_TOKEN_FILE"} {
 		cmd.Env = append(cmd.Env, k+"="+env[k])
 	}
 	// Without a terminal, CMD and its children get a process group of their own, so a

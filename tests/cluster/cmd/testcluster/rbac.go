@@ -5,8 +5,9 @@ import (
 	"path/filepath"
 )
 
-// testBindings: namespace dispatch-system, then the plugin's ClusterRole bound to viewer and
-// no-lease, and the Lease Role bound to viewer only (no-lease must get a real 403).
+// testBindings: namespace dispatch-system, then the plugin's ClusterRole bound to viewer,
+// token-user (the static-token user, same rights as viewer) and no-lease, and the Lease Role
+// bound to viewer and token-user only (no-lease must get a real 403).
 const testBindings = `apiVersion: v1
 kind: Namespace
 metadata:
@@ -26,6 +27,9 @@ subjects:
   name: viewer
 - apiGroup: rbac.authorization.k8s.io
   kind: User
+  name: token-user
+- apiGroup: rbac.authorization.k8s.io
+  kind: User
   name: no-lease
 ---
 apiVersion: rbac.authorization.k8s.io/v1
@@ -41,6 +45,9 @@ subjects:
 - apiGroup: rbac.authorization.k8s.io
   kind: User
   name: viewer
+- apiGroup: rbac.authorization.k8s.io
+  kind: User
+  name: token-user
 `
 
 // installRBAC applies the namespace and bindings, then the repository's deploy/rbac.yaml
