@@ -15,13 +15,24 @@ const V1BETA1: &str = "client.authentication.k8s.io/v1beta1";
 const NEVER: &str = "      interactiveMode: Never\n";
 
 #[test]
-fn exec_plugins_v1_and_v1beta1_that_return_a_client_certificate() {
+fn exec_plugins_v1_and_v1beta1_that_return_a_client_certificate_or_a_token() {
     let s = Shapes::new(Cluster::shared());
     for (api, mode) in [(V1, NEVER), (V1BETA1, ""), (V1, "      interactiveMode: IfAvailable\n")] {
         let kc = s.kubeconfig("exec-cert", &s.cluster(), &s.exec_user("exec-cert", api, mode, &[]));
         let (k, ours) = s.side_by_side(&kc, &[], &[]);
         both_work(&k, &ours);
     }
+    // A plugin that returns a bearer token: the harness's static-token user, viewer's rights.
+    let token_file = Cluster::shared().env["DISPATCH_TEST_TOKEN_FILE"].clone();
+    let kc =
+        s.kubeconfig("exec-token", &s.cluster(), &s.exec_user("exec-token", V1, NEVER, &[("TOKEN_FILE", &token_file)]));
+    let (k, ours) = s.side_by_side(&kc, &[], &[]);
+    both_work(&k, &ours);
+    let whoami = s.kubectl(
+        &["--kubeconfig", kc.to_str().unwrap(), "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"],
+        &[],
+    );
+    assert_eq!(whoami.stdout, "token-user", "{}", whoami.stderr);
     // kubectl refuses a v1 plugin without interactiveMode; so does the plugin.
     let kc = s.kubeconfig("exec-v1-no-mode", &s.cluster(), &s.exec_user("exec-cert", V1, "", &[]));
     let (k, ours) = s.side_by_side(&kc, &[], &[]);
@@ -249,10 +260,12 @@ fn request_timeout_bounds_a_server_that_accepts_and_never_answers() {
     let s = Shapes::new(Cluster::shared());
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let hold = std::thread::spawn(move || {
-        let conns: Vec<_> = listener.incoming().take(4).collect();
-        std::thread::sleep(Duration::from_secs(8));
-        drop(conns);
+    // Accepts every connection and keeps it, unanswered, for as long as this test binary runs.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming() {
+            held.push(conn);
+        }
     });
     let cluster = format!("    server: https://127.0.0.1:{port}\n    insecure-skip-tls-verify: true\n");
     let kc = s.kubeconfig("silent", &cluster, "    token: x\n");
@@ -263,5 +276,4 @@ fn request_timeout_bounds_a_server_that_accepts_and_never_answers() {
     let ours = s.kubectl(&["dispatch", "--kubeconfig", kc_arg, "--request-timeout", "2s", "lease"], &[]);
     assert!(started.elapsed() < Duration::from_secs(6), "took {:?}", started.elapsed());
     ours.expect_one_error(&format!("no answer from the API server at https://127.0.0.1:{port} within 2s"));
-    drop(hold);
 }

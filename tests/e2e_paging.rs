@@ -1,9 +1,12 @@
 //! Paging end to end on the real test cluster: with more Workloads than one LIST page (500),
-//! `kubectl dispatch gate` still finds every one waiting at dispatch's Pending check.
+//! `kubectl dispatch gate` still finds every one waiting at dispatch's Pending check; a
+//! `--request-timeout` shorter than the whole run but longer than each page does not stop it;
+//! and the pages come gzip-compressed, as kubectl's do (counted by a real proxy).
 
 mod support;
 
 use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
 
 use support::Cluster;
 use support::fixtures::{self, Scenario};
@@ -75,4 +78,66 @@ fn every_waiting_workload_is_found_across_list_pages() {
         .filter(|l| l.starts_with("I LIST ") && l.contains(&format!("/namespaces/{}/workloads?limit=500", s.ns)))
         .count();
     assert!(pages >= TOTAL.div_ceil(500), "{pages} LIST pages of Workloads, expected at least 3:\n{}", run.stderr);
+
+    request_timeout_bounds_each_page_not_the_run(c, &s, want.len());
+    lists_come_gzip_compressed(c, &s);
+}
+
+/// `--request-timeout` is kubectl's: a bound on each request. A bound below the whole run's
+/// time but above each page's lets the run finish; the same bound on the whole run would not.
+fn request_timeout_bounds_each_page_not_the_run(c: &Cluster, s: &Scenario, waiting: usize) {
+    for attempt in 1..=3 {
+        let started = Instant::now();
+        c.dispatch(&s.args("gate", &["-n", &s.ns, "-o", "json"])).expect_code(0);
+        let whole = started.elapsed();
+        // Three pages and the reads before them: each is well under 60% of the whole.
+        let bound = whole.mul_f64(0.6).max(Duration::from_millis(1));
+        let bound_arg = format!("{}ms", bound.as_millis());
+        let started = Instant::now();
+        let run = c.dispatch(&s.args("gate", &["-n", &s.ns, "-o", "json", "--request-timeout", &bound_arg]));
+        let took = started.elapsed();
+        run.expect_code(0);
+        assert_eq!(run.json()["waiting"].as_array().map(Vec::len), Some(waiting));
+        if took > bound {
+            return;
+        }
+        eprintln!("attempt {attempt}: the run took {took:?}, within the {bound:?} bound; it proves nothing, again");
+    }
+    panic!("three runs were faster than 60% of the one before them: cannot show a per-request bound");
+}
+
+/// The Workload pages through an HTTP CONNECT proxy that counts bytes: with gzip (the default,
+/// as client-go asks) and with `--disable-compression`.
+fn lists_come_gzip_compressed(c: &Cluster, s: &Scenario) {
+    let shapes = support::shapes::Shapes::new(c);
+    let mut received = Vec::new();
+    for flags in [&[][..], &["--disable-compression"][..]] {
+        let proxy = support::proxy::Proxy::start("http", None);
+        let kc = shapes.kubeconfig(
+            "counted",
+            &format!("{}    proxy-url: {}\n", shapes.cluster(), proxy.url()),
+            "    client-certificate: pki/admin.crt\n    client-key: pki/admin.key\n",
+        );
+        let mut args = vec!["dispatch", "--kubeconfig", kc.to_str().unwrap()];
+        args.extend_from_slice(flags);
+        args.extend(s.args("gate", &["-n", &s.ns]));
+        shapes.kubectl(&args, &[]).expect_code(0);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let down = loop {
+            let closed: Vec<u64> = proxy
+                .carried()
+                .iter()
+                .filter(|l| l.starts_with("CLOSED "))
+                .filter_map(|l| l.rsplit("down=").next()?.parse().ok())
+                .collect();
+            if !closed.is_empty() || Instant::now() > deadline {
+                break closed.iter().sum::<u64>();
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        assert!(down > 0, "the proxy counted nothing: {:?}", proxy.carried());
+        received.push(down);
+    }
+    let (gzip, plain) = (received[0], received[1]);
+    assert!(gzip * 3 < plain, "gzip {gzip} bytes against {plain} uncompressed: the lists were not compressed");
 }

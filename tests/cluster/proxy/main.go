@@ -23,6 +23,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -186,7 +187,34 @@ func (p *proxy) dial(ctx context.Context, what, addr string) (net.Conn, error) {
 		return nil, err
 	}
 	p.record("%s %s", what, target)
-	return c, nil
+	return &counted{Conn: c, p: p, what: what, target: target}, nil
+}
+
+// counted is a tunnel's connection to its target, counting the bytes each way; closing it
+// records "CLOSED WHAT ADDR up=N down=M" (up: towards the target).
+type counted struct {
+	net.Conn
+	p            *proxy
+	what, target string
+	up, down     atomic.Int64
+	once         sync.Once
+}
+
+func (c *counted) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.down.Add(int64(n))
+	return n, err
+}
+
+func (c *counted) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	c.up.Add(int64(n))
+	return n, err
+}
+
+func (c *counted) Close() error {
+	c.once.Do(func() { c.p.record("CLOSED %s %s up=%d down=%d", c.what, c.target, c.up.Load(), c.down.Load()) })
+	return c.Conn.Close()
 }
 
 // --- HTTP ---
