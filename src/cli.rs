@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum, ValueHint};
 
 use crate::core::lease::LeaseRef;
 use crate::exit::EXIT_CODES_HELP;
@@ -41,15 +41,18 @@ pub enum Command {
     Completion(crate::complete::CompletionArgs),
 }
 
+/// The heading of kubectl's connection flags in `--help`.
+const CONNECTION: &str = "Connection (kubectl's flags)";
+
 /// kubectl's connection flags, accepted before or after the verb.
 #[derive(Debug, Args, Default, Clone)]
 pub struct ConnectionArgs {
     /// Path to the kubeconfig file (default: $KUBECONFIG, merged as kubectl does, else ~/.kube/config)
-    #[arg(long, global = true, value_name = "PATH")]
+    #[arg(value_hint = ValueHint::FilePath, help_heading = CONNECTION, long, global = true, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
 
     /// The kubeconfig context to use (gate: repeat it to judge several clusters at once)
-    #[arg(long = "context", global = true, value_name = "NAME")]
+    #[arg(help_heading = CONNECTION, long = "context", global = true, value_name = "NAME")]
     pub contexts: Vec<String>,
 
     /// The one context in use (set from --context when it is given once)
@@ -57,19 +60,19 @@ pub struct ConnectionArgs {
     pub context: Option<String>,
 
     /// The kubeconfig cluster to use
-    #[arg(long, global = true, value_name = "NAME")]
+    #[arg(help_heading = CONNECTION, long, global = true, value_name = "NAME")]
     pub cluster: Option<String>,
 
     /// The kubeconfig user to use
-    #[arg(long, global = true, value_name = "NAME")]
+    #[arg(help_heading = CONNECTION, long, global = true, value_name = "NAME")]
     pub user: Option<String>,
 
     /// User to impersonate
-    #[arg(long = "as", global = true, value_name = "USER")]
+    #[arg(help_heading = CONNECTION, long = "as", global = true, value_name = "USER")]
     pub impersonate: Option<String>,
 
     /// Group to impersonate (repeatable)
-    #[arg(long = "as-group", global = true, value_name = "GROUP")]
+    #[arg(help_heading = CONNECTION, long = "as-group", global = true, value_name = "GROUP")]
     pub impersonate_groups: Vec<String>,
 
     /// Namespace of the Workloads to show (default: the context's namespace, else default)
@@ -81,43 +84,43 @@ pub struct ConnectionArgs {
     pub all_namespaces: bool,
 
     /// UID to impersonate (with --as)
-    #[arg(long = "as-uid", global = true, value_name = "UID")]
+    #[arg(help_heading = CONNECTION, long = "as-uid", global = true, value_name = "UID")]
     pub impersonate_uid: Option<String>,
 
     /// The address and port of the API server (replaces the kubeconfig cluster's server)
-    #[arg(short = 's', long, global = true, value_name = "ADDRESS")]
+    #[arg(help_heading = CONNECTION, short = 's', long, global = true, value_name = "ADDRESS")]
     pub server: Option<String>,
 
     /// Bearer token for authentication to the API server
-    #[arg(long, global = true, value_name = "TOKEN")]
+    #[arg(help_heading = CONNECTION, long, global = true, value_name = "TOKEN")]
     pub token: Option<String>,
 
     /// Path to a cert file for the certificate authority
-    #[arg(long, global = true, value_name = "PATH")]
+    #[arg(value_hint = ValueHint::FilePath, help_heading = CONNECTION, long, global = true, value_name = "PATH")]
     pub certificate_authority: Option<PathBuf>,
 
     /// Path to a client certificate file for TLS
-    #[arg(long, global = true, value_name = "PATH")]
+    #[arg(value_hint = ValueHint::FilePath, help_heading = CONNECTION, long, global = true, value_name = "PATH")]
     pub client_certificate: Option<PathBuf>,
 
     /// Path to a client key file for TLS
-    #[arg(long, global = true, value_name = "PATH")]
+    #[arg(value_hint = ValueHint::FilePath, help_heading = CONNECTION, long, global = true, value_name = "PATH")]
     pub client_key: Option<PathBuf>,
 
     /// Do not check the server's certificate (insecure)
-    #[arg(long, global = true, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    #[arg(help_heading = CONNECTION, long, global = true, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub insecure_skip_tls_verify: Option<bool>,
 
     /// Server name to check the server's certificate against (default: the server's host)
-    #[arg(long, global = true, value_name = "NAME")]
+    #[arg(help_heading = CONNECTION, long, global = true, value_name = "NAME")]
     pub tls_server_name: Option<String>,
 
     /// Do not ask the server to compress responses
-    #[arg(long, global = true, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    #[arg(help_heading = CONNECTION, long, global = true, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub disable_compression: Option<bool>,
 
     /// Bound on each request to the server, e.g. 5s or 1m; 0 means none
-    #[arg(long, global = true, value_name = "DURATION", default_value = "0")]
+    #[arg(help_heading = CONNECTION, long, global = true, value_name = "DURATION", default_value = "0")]
     pub request_timeout: String,
 
     /// Log level for stderr: 1 shows the context and server, 6 each request
@@ -145,7 +148,7 @@ pub struct TargetArgs {
     pub admission_check: Option<String>,
 
     /// Read these settings from the adapter's YAML config (kueue.admissionLease, ...)
-    #[arg(long, value_name = "FILE")]
+    #[arg(value_hint = ValueHint::FilePath, long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 }
 

@@ -17,7 +17,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Arg, ArgAction, Args, CommandFactory, ValueEnum};
+use clap::{Arg, ArgAction, Args, CommandFactory, ValueEnum, ValueHint};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::{ApiResource, GroupVersionKind};
@@ -256,13 +256,16 @@ impl Line {
                 };
                 let Some(arg) = line.find_long(root, name) else { continue };
                 if takes_value(&arg) {
-                    match inline.or_else(|| words.get(i).map(|w| w.to_string())) {
+                    // `--insecure-skip-tls-verify[=BOOL]` takes its value only after `=`.
+                    let next = (!arg.is_require_equals_set()).then(|| words.get(i).map(|w| w.to_string())).flatten();
+                    match inline.clone().or(next) {
                         Some(value) => {
-                            if long.split_once('=').is_none() {
+                            if inline.is_none() {
                                 i += 1;
                             }
                             line.note(&arg, value);
                         }
+                        None if arg.is_require_equals_set() => {}
                         None => line.pending = Some(arg),
                     }
                 }
@@ -300,7 +303,16 @@ impl Line {
             Some("user") => c.user = Some(value),
             Some("as") => c.impersonate = Some(value),
             Some("as-group") => c.impersonate_groups.push(value),
+            Some("as-uid") => c.impersonate_uid = Some(value),
             Some("namespace") => c.namespace = Some(value),
+            Some("server") => c.server = Some(value),
+            Some("token") => c.token = Some(value),
+            Some("certificate-authority") => c.certificate_authority = Some(PathBuf::from(value)),
+            Some("client-certificate") => c.client_certificate = Some(PathBuf::from(value)),
+            Some("client-key") => c.client_key = Some(PathBuf::from(value)),
+            Some("tls-server-name") => c.tls_server_name = Some(value),
+            Some("insecure-skip-tls-verify") => c.insecure_skip_tls_verify = value.parse().ok(),
+            Some("disable-compression") => c.disable_compression = value.parse().ok(),
             _ => {}
         }
     }
@@ -383,7 +395,7 @@ impl Candidates {
             return DIRECTIVE_NO_FILE;
         }
         let long = arg.get_long().unwrap_or_default();
-        if matches!(long, "kubeconfig" | "config") {
+        if arg.get_value_hint() == ValueHint::FilePath {
             return DIRECTIVE_DEFAULT;
         }
         let mut found = names.names(long, connection).unwrap_or_default();
@@ -452,6 +464,16 @@ mod tests {
         assert_eq!(values(&flags), ["--cluster-queue", "--cluster", "--client-certificate", "--client-key", ":4"]);
         assert_eq!(values(&complete(&["lease", "--all-s"])), [":4"], "--all-states belongs to gate only");
         assert_eq!(values(&complete(&["gate", "--request-timeout", ""])), [":4"]);
+        for file in ["--certificate-authority", "--client-certificate", "--client-key", "--config"] {
+            assert_eq!(values(&complete(&["gate", file, ""])), [":0"], "{file} takes a file");
+        }
+        // A flag whose value needs `=` does not take the next word.
+        assert_eq!(values(&complete(&["--insecure-skip-tls-verify", "l"])), ["lease", ":4"]);
+        assert_eq!(
+            values(&complete(&["--insecure-skip-tls-verify="])),
+            ["--insecure-skip-tls-verify=true", "--insecure-skip-tls-verify=false", ":4"]
+        );
+        assert_eq!(values(&complete(&["-s", "https://x", "--tok"])), ["--token", ":4"]);
     }
 
     #[test]
