@@ -76,6 +76,56 @@ fn a_failing_exec_plugin_shows_the_last_line_of_its_stderr() {
 }
 
 #[test]
+fn an_exec_plugin_gets_the_terminal_only_in_one_shot_commands() {
+    let s = Shapes::new(Cluster::shared());
+    let seen = s.dir.join("seen");
+    let seen_arg = seen.to_str().unwrap();
+    let mode = |m: &str| format!("      interactiveMode: {m}\n");
+    let kc = s.kubeconfig(
+        "exec-tty",
+        &s.cluster(),
+        &s.exec_user("exec-tty", V1, &mode("IfAvailable"), &[("SEEN", seen_arg)]),
+    );
+    let kc_arg = kc.to_str().unwrap();
+    let take = || {
+        let text = std::fs::read_to_string(&seen).unwrap_or_default();
+        std::fs::remove_file(&seen).ok();
+        text
+    };
+    // kubectl, at a terminal, hands the plugin the terminal; so does a one-shot plugin command.
+    let k = s.kubectl_in_terminal(
+        &["--kubeconfig", kc_arg, "get", "lease", "-n", "dispatch-system", "dispatch-admission"],
+        &[],
+    );
+    assert_eq!(k.code, 0, "{}", k.stdout);
+    assert_eq!(take().lines().next(), Some("tty \"interactive\":true"));
+    let ours = s.kubectl_in_terminal(&["dispatch", "--kubeconfig", kc_arg, "lease"], &[]);
+    assert_eq!(ours.code, 0, "{}", ours.stdout);
+    assert_eq!(take(), "tty \"interactive\":true\n");
+    // A watch never does, even at a terminal: a refresh hours later would find nobody there.
+    let watch = s.kubectl_in_terminal(
+        &["dispatch", "--kubeconfig", kc_arg, "lease", "--watch", "--until", "fresh", "--timeout", "20s"],
+        &[],
+    );
+    assert_eq!(watch.code, 0, "{}", watch.stdout);
+    assert_eq!(take(), "notty \"interactive\":false\n");
+    // Without a terminal, one-shot too runs it without one.
+    s.kubectl(&["dispatch", "--kubeconfig", kc_arg, "lease"], &[]).expect_code(0);
+    assert_eq!(take(), "notty \"interactive\":false\n");
+    // interactiveMode: Always under --watch is refused, and says why.
+    let kc =
+        s.kubeconfig("exec-always", &s.cluster(), &s.exec_user("exec-tty", V1, &mode("Always"), &[("SEEN", seen_arg)]));
+    let watch = s.kubectl_in_terminal(&["dispatch", "--kubeconfig", kc.to_str().unwrap(), "lease", "--watch"], &[]);
+    assert_eq!(watch.code, 1, "{}", watch.stdout);
+    assert!(
+        watch.stdout.contains("needs a terminal (interactiveMode: Always), and this mode never gives it one"),
+        "{}",
+        watch.stdout
+    );
+    assert_eq!(take(), "", "the plugin was not run");
+}
+
+#[test]
 fn a_hanging_exec_plugin_is_bounded_in_every_mode() {
     let c = Cluster::shared();
     let s = Shapes::new(c);

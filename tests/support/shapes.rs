@@ -52,6 +52,16 @@ exit 3
     ),
     ("exec-hang", "#!/usr/bin/env bash\nexec sleep 600\n"),
     (
+        // Records whether it got a terminal and what KUBERNETES_EXEC_INFO said, in `$SEEN`.
+        "exec-tty",
+        r#"#!/usr/bin/env bash
+set -eu
+if [[ -t 0 ]]; then t=tty; else t=notty; fi
+echo "$t $(printf '%s' "$KUBERNETES_EXEC_INFO" | grep -o '"interactive":[a-z]*')" >>"$SEEN"
+exec "$DIR/exec-cert"
+"#,
+    ),
+    (
         "exec-empty",
         "#!/usr/bin/env bash\necho '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\"status\":{}}'\n",
     ),
@@ -120,6 +130,24 @@ impl Shapes {
     /// The real kubectl, the fresh plugin first on PATH, in this folder.
     pub fn kubectl(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
         Run::from(self.command(args, env).output().unwrap())
+    }
+
+    /// `kubectl ARGS` with a terminal (a pty from util-linux's `script`) as its standard input
+    /// and output, as a person runs it.
+    pub fn kubectl_in_terminal(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
+        let line: Vec<String> =
+            std::iter::once("kubectl").chain(args.iter().copied()).map(|a| format!("'{a}'")).collect();
+        // The same environment as [`Shapes::command`] gives kubectl.
+        let plain = self.command(&[], env);
+        let mut script = Command::new("script");
+        script.args(["-qec", &line.join(" "), "/dev/null"]).current_dir(&self.dir).stdin(Stdio::null());
+        for (k, v) in plain.get_envs() {
+            match v {
+                Some(v) => script.env(k, v),
+                None => script.env_remove(k),
+            };
+        }
+        Run::from(script.output().unwrap())
     }
 
     /// The command [`Shapes::kubectl`] runs, to start it another way.

@@ -3,19 +3,57 @@ package main
 import (
 	"fmt"
 	"net"
+	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// latency forwards each TCP connection accepted on addr to target and holds every chunk of
-// bytes for delay in each direction: a cluster delay away (one way), at loopback bandwidth.
-// It prints the address it listens on. The TCP handshake with the proxy itself is not
-// delayed; everything after it (TLS, every request and response) is.
-func latency(addr, target string, delay time.Duration, done <-chan struct{}) error {
+// link is one direction of the far link: a delay, and a bandwidth all connections share
+// (bits per second; 0 is loopback's).
+type link struct {
+	delay time.Duration
+	rate  float64
+	mu    sync.Mutex
+	free  time.Time // when the link has sent everything queued so far
+}
+
+// due reserves the link for n bytes read now and returns when they arrive at the far end:
+// after the bytes queued before them have gone, their own transmission time, and the delay.
+func (l *link) due(n int) time.Time {
+	now := time.Now()
+	if l.rate <= 0 {
+		return now.Add(l.delay)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	start := l.free
+	if start.Before(now) {
+		start = now
+	}
+	l.free = start.Add(time.Duration(float64(n) * 8 / l.rate * float64(time.Second)))
+	return l.free.Add(l.delay)
+}
+
+// latency forwards each TCP connection accepted on addr to target, each chunk of bytes held
+// for delay in each direction and, with rate > 0, sent at no more than rate bits per second
+// per direction: a cluster far away over a link of that bandwidth. It prints the address it
+// listens on. With logPath, each connection appends "down=N up=M" (bytes from and to the
+// target) to that file when it closes. The TCP handshake with the proxy is not delayed;
+// everything after it (TLS, every request and response) is.
+func latency(addr, target string, delay time.Duration, rate float64, logPath string, done <-chan struct{}) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
+	var log *os.File
+	if logPath != "" {
+		if log, err = os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+			return err
+		}
+		defer log.Close()
+	}
+	up, down := &link{delay: delay, rate: rate}, &link{delay: delay, rate: rate}
 	fmt.Println(ln.Addr().String())
 	go func() {
 		for {
@@ -23,32 +61,36 @@ func latency(addr, target string, delay time.Duration, done <-chan struct{}) err
 			if err != nil {
 				return
 			}
-			go forward(conn, target, delay)
+			go forward(conn, target, up, down, log)
 		}
 	}()
 	<-done
 	return ln.Close()
 }
 
-func forward(client net.Conn, target string, delay time.Duration) {
+func forward(client net.Conn, target string, up, down *link, log *os.File) {
 	server, err := net.Dial("tcp", target)
 	if err != nil {
 		client.Close()
 		return
 	}
 	var once sync.Once
+	var sent, received atomic.Int64
 	closeBoth := func() {
 		once.Do(func() {
 			client.Close()
 			server.Close()
+			if log != nil {
+				fmt.Fprintf(log, "down=%d up=%d\n", received.Load(), sent.Load())
+			}
 		})
 	}
-	go delayed(server, client, delay, closeBoth)
-	go delayed(client, server, delay, closeBoth)
+	go delayed(server, client, up, &sent, closeBoth)
+	go delayed(client, server, down, &received, closeBoth)
 }
 
-// delayed copies src to dst, each chunk written delay after it was read.
-func delayed(dst, src net.Conn, delay time.Duration, closeBoth func()) {
+// delayed copies src to dst over l, counting the bytes in moved.
+func delayed(dst, src net.Conn, l *link, moved *atomic.Int64, closeBoth func()) {
 	type chunk struct {
 		due time.Time
 		b   []byte
@@ -60,7 +102,8 @@ func delayed(dst, src net.Conn, delay time.Duration, closeBoth func()) {
 			buf := make([]byte, 64<<10)
 			n, err := src.Read(buf)
 			if n > 0 {
-				chunks <- chunk{time.Now().Add(delay), buf[:n]}
+				moved.Add(int64(n))
+				chunks <- chunk{l.due(n), buf[:n]}
 			}
 			if err != nil {
 				return

@@ -25,7 +25,7 @@
 //	loadworkloads blackhole [-addr 127.0.0.1:0] [-owner-pid PID]
 //	    prints the address, then accepts connections and never answers (an unreachable
 //	    cluster that only a timeout ends), until SIGINT/SIGTERM or until PID is gone.
-//	loadworkloads latency -target HOST:PORT [-delay 25ms] [-addr 127.0.0.1:0] [-owner-pid PID]
+//	loadworkloads latency -target HOST:PORT [-delay 25ms] [-mbit 100] [-log FILE] [-addr 127.0.0.1:0] [-owner-pid PID]
 //	    prints the address, then forwards each connection to HOST:PORT with every chunk held
 //	    -delay in each direction (a cluster that far away), until SIGINT/SIGTERM or PID is gone.
 //
@@ -97,6 +97,8 @@ func main() {
 	owner := fs.Int("owner-pid", 0, "renew, blackhole, latency: also stop when this process is gone")
 	target := fs.String("target", "", "latency: the HOST:PORT to forward to")
 	delay := fs.Duration("delay", 25*time.Millisecond, "latency: the delay in each direction")
+	mbit := fs.Float64("mbit", 0, "latency: the link's bandwidth in Mbit/s each way (0: unlimited)")
+	byteLog := fs.String("log", "", "latency: append each connection's bytes (down=N up=M) to this file")
 	if err := fs.Parse(args); err != nil {
 		os.Exit(2)
 	}
@@ -105,7 +107,7 @@ func main() {
 		return
 	}
 	if verb == "latency" {
-		exitOn(latency(*addr, *target, *delay, stopped(*owner)))
+		exitOn(latency(*addr, *target, *delay, *mbit*1e6, *byteLog, stopped(*owner)))
 		return
 	}
 	c, err := newClient(*server, *pki, *concurrency)
