@@ -13,7 +13,7 @@ pub async fn run(inv: &Invocation, deps: &mut Deps<'_>) -> Result<Exit, Error> {
     // Live modes never hand an exec credential plugin the terminal: it would fight the status
     // line, and a refresh hours later finds nobody there.
     let live = matches!(inv.verb, Verb::Gate { live: Some(_), .. } | Verb::Lease { watch: Some(_), .. });
-    let manner = connect::Manner { request_timeout: inv.timeout, interactive: !live };
+    let manner = connect::Manner { request_timeout: inv.timeout, interactive: !live, pass_stderr: true };
     let connect = || connect::connect(&inv.connection, manner, deps.log);
     match &inv.verb {
         // Each context connects on its own.

@@ -93,7 +93,7 @@ pub struct ConnectionArgs {
 
     /// Bearer token for authentication to the API server
     #[arg(help_heading = CONNECTION, long, global = true, value_name = "TOKEN")]
-    pub token: Option<String>,
+    pub token: Option<Secret>,
 
     /// Path to a cert file for the certificate authority
     #[arg(value_hint = ValueHint::FilePath, help_heading = CONNECTION, long, global = true, value_name = "PATH")]
@@ -126,6 +126,24 @@ pub struct ConnectionArgs {
     /// Log level for stderr: 1 shows the context and server, 6 each request
     #[arg(short = 'v', long = "v", global = true, value_name = "LEVEL", default_value_t = 0)]
     pub verbosity: u8,
+}
+
+/// A flag's value that is never shown: `Debug` prints `<redacted>`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+impl std::str::FromStr for Secret {
+    type Err = std::convert::Infallible;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(Secret(s.to_string()))
+    }
 }
 
 /// Which of dispatch's objects to read. Flags win over `--config`.

@@ -141,7 +141,7 @@ async fn lookup(kind: Lookup, connection: &ConnectionArgs) -> Option<Vec<String>
     let log = Log::silent();
     // The exec credential plugin, if any, is bounded like every request, and never gets the
     // terminal: the shell is waiting on this.
-    let manner = connect::Manner { request_timeout: Some(LOOKUP_TIMEOUT), interactive: false };
+    let manner = connect::Manner { request_timeout: Some(LOOKUP_TIMEOUT), interactive: false, pass_stderr: false };
     let conn = connect::connect(connection, manner, &log).await.ok()?;
     let params = ListParams::default();
     let list = match kind {
@@ -159,11 +159,7 @@ async fn lookup(kind: Lookup, connection: &ConnectionArgs) -> Option<Vec<String>
 }
 
 fn kubeconfig_names(long: &str, connection: &ConnectionArgs) -> Vec<String> {
-    let config = match &connection.kubeconfig {
-        Some(path) => crate::cluster::kubeconfig::read_file(path).ok(),
-        None => crate::cluster::kubeconfig::read_default().ok().flatten(),
-    };
-    let Some(config) = config else { return Vec::new() };
+    let Some(config) = crate::cluster::kubeconfig::load(connection).ok().flatten() else { return Vec::new() };
     match long {
         "context" => config.contexts.into_iter().map(|c| c.name).collect(),
         "cluster" => config.clusters.into_iter().map(|c| c.name).collect(),
@@ -306,7 +302,7 @@ impl Line {
             Some("as-uid") => c.impersonate_uid = Some(value),
             Some("namespace") => c.namespace = Some(value),
             Some("server") => c.server = Some(value),
-            Some("token") => c.token = Some(value),
+            Some("token") => c.token = Some(crate::cli::Secret(value)),
             Some("certificate-authority") => c.certificate_authority = Some(PathBuf::from(value)),
             Some("client-certificate") => c.client_certificate = Some(PathBuf::from(value)),
             Some("client-key") => c.client_key = Some(PathBuf::from(value)),

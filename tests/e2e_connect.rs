@@ -62,14 +62,19 @@ fn a_failing_exec_plugin_shows_the_last_line_of_its_stderr() {
     let s = Shapes::new(Cluster::shared());
     let kc = s.kubeconfig("exec-fail", &s.cluster(), &s.exec_user("exec-fail", V1, NEVER, &[]));
     let (k, ours) = s.side_by_side(&kc, &[], &[]);
-    both_fail(
-        &k,
-        &ours,
-        &format!(
-            "the exec credential plugin {:?} exited with status 3: login failed: the session expired, run corp-login again",
-            s.path("exec-fail")
-        ),
+    assert_ne!(k.code, 0);
+    // Its stderr reaches ours as it comes, as kubectl passes it on (both show the two lines);
+    // then the one error line, naming the command, its status and its last line.
+    for run in [&k, &ours] {
+        assert!(run.stderr.starts_with("opening the login page\nlogin failed: the session expired"), "{}", run.stderr);
+    }
+    let error = format!(
+        "error: the exec credential plugin {:?} exited with status 3: login failed: the session expired, run corp-login again",
+        s.path("exec-fail")
     );
+    ours.expect_code(1);
+    assert_eq!(ours.stderr.lines().skip(2).collect::<Vec<_>>(), [error.as_str()], "{}", ours.stderr);
+    assert!(ours.stdout.is_empty());
     let kc = s.kubeconfig("exec-empty", &s.cluster(), &s.exec_user("exec-empty", V1, NEVER, &[]));
     let (k, ours) = s.side_by_side(&kc, &[], &[]);
     both_fail(&k, &ours, "produced no credential: it returned neither a token nor a client certificate and key");
@@ -129,18 +134,29 @@ fn an_exec_plugin_gets_the_terminal_only_in_one_shot_commands() {
 fn a_hanging_exec_plugin_is_bounded_in_every_mode() {
     let c = Cluster::shared();
     let s = Shapes::new(c);
-    let kc = s.kubeconfig("exec-hang", &s.cluster(), &s.exec_user("exec-hang", V1, NEVER, &[]));
+    let pidfile = s.dir.join("hang.pid");
+    let user = s.exec_user("exec-hang", V1, NEVER, &[("PIDFILE", pidfile.to_str().unwrap())]);
+    let kc = s.kubeconfig("exec-hang", &s.cluster(), &user);
     let kc_arg = kc.to_str().unwrap();
+    // The plugin's process is gone (or a zombie waiting for init) once the command is over.
+    let killed = || {
+        let pid = std::fs::read_to_string(&pidfile).expect("the plugin ran").trim().to_string();
+        std::fs::remove_file(&pidfile).unwrap();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        assert!(stat.is_empty() || stat.contains(") Z "), "the hanging plugin {pid} still runs: {stat}");
+    };
     // One-shot: --request-timeout bounds the plugin's run.
     let started = Instant::now();
     let ours = s.kubectl(&["dispatch", "--kubeconfig", kc_arg, "lease", "--request-timeout", "2s"], &[]);
     ours.expect_one_error(&format!("the exec credential plugin {:?} did not finish within 2s", s.path("exec-hang")));
     assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+    killed();
     // Watch: the same bound, and no terminal.
     let started = Instant::now();
     let ours = s.kubectl(&["dispatch", "--kubeconfig", kc_arg, "lease", "--watch", "--request-timeout", "2s"], &[]);
     ours.expect_one_error("did not finish within 2s");
     assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+    killed();
 
     // Fleet: a context whose plugin hangs is an error row; the others are judged.
     let merged = s.dir.join("merged");
@@ -153,7 +169,8 @@ fn a_hanging_exec_plugin_is_bounded_in_every_mode() {
     );
     assert!(started.elapsed() < Duration::from_secs(12), "took {:?}", started.elapsed());
     let rows: Vec<&str> = fleet.stdout.lines().collect();
-    assert!(rows.iter().any(|r| r.starts_with("x ") && r.contains("error")), "stdout:\n{}", fleet.stdout);
+    let hung = rows.iter().find(|r| r.starts_with("x ")).unwrap_or_else(|| panic!("no row for x:\n{}", fleet.stdout));
+    assert!(hung.contains("error") && hung.contains("exec credential plugin"), "stdout:\n{}", fleet.stdout);
     assert!(rows.iter().any(|r| r.starts_with("admin ")), "stdout:\n{}\nstderr:\n{}", fleet.stdout, fleet.stderr);
 
     // Completion: TAB never waits on the plugin for long. The completer is called as kubectl
@@ -171,6 +188,7 @@ fn a_hanging_exec_plugin_is_bounded_in_every_mode() {
     assert_eq!(done.code, 0, "{}", done.stderr);
     assert!(done.stdout.ends_with(":4\n"), "stdout:\n{}", done.stdout);
     assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+    killed();
 }
 
 #[test]
@@ -201,19 +219,23 @@ fn an_exec_credential_is_fetched_again_before_it_lapses_under_watch() {
     watch.wait_for("the takeover after the restart", Duration::from_secs(20), |l| l.contains("new-holder_1"));
     let count = std::fs::read_to_string(&runs).unwrap().lines().count();
     assert!(count >= 2, "the plugin ran {count} time(s); the expired credential was reused");
+    // Once at the start and once or twice around the restart: not on every request.
+    assert!(count <= 4, "the plugin ran {count} times; a credential should serve until it is due");
     watch.stop();
     c.stop();
 }
 
 #[test]
 fn tls_settings_agree_with_kubectl() {
-    let s = Shapes::new(Cluster::shared());
+    let mut s = Shapes::new(Cluster::shared());
     let admin = "    client-certificate: pki/admin.crt\n    client-key: pki/admin.key\n";
     // Certificate files relative to the kubeconfig's folder (the test runs elsewhere).
     let relative = format!("    server: {}\n    certificate-authority: pki/ca.crt\n", s.server);
     let kc = s.kubeconfig("relative", &relative, admin);
-    let (k, ours) = s.side_by_side(&kc, &[], &[("PWD", "/")]);
+    s.cwd = "/".into();
+    let (k, ours) = s.side_by_side(&kc, &[], &[]);
     both_work(&k, &ours);
+    s.cwd = s.dir.clone();
     // insecure-skip-tls-verify without a CA.
     let insecure = format!("    server: {}\n    insecure-skip-tls-verify: true\n", s.server);
     let (k, ours) = s.side_by_side(&s.kubeconfig("insecure", &insecure, admin), &[], &[]);
@@ -250,6 +272,8 @@ fn each_connection_flag_on_an_empty_kubeconfig() {
         (with(&["-s", &server, "--certificate-authority", &ca, "--tls-server-name", "localhost"]), None),
         (with(&["-s", &server, "--certificate-authority", &ca, "--as", "viewer", "--as-uid", "42"]), None),
         (with(&["-s", &server, "--certificate-authority", &ca, "--disable-compression"]), None),
+        // Without a scheme kubectl speaks plain http, even with TLS flags: the server says 400.
+        (with(&["-s", server.trim_start_matches("https://"), "--certificate-authority", &ca]), Some("400")),
         (
             with(&["-s", &server, "--certificate-authority", &ca, "--tls-server-name", "wrong.example"]),
             Some("wrong.example"),
@@ -279,6 +303,13 @@ fn each_connection_flag_on_an_empty_kubeconfig() {
             Some(error) => both_fail(&k, &ours, error),
         }
     }
+    // Impersonating no-lease (with a uid): kubectl is forbidden the Lease, the plugin says
+    // unknown, naming the rule; so --as and --as-uid reached the server.
+    let flags = with(&["-s", &server, "--certificate-authority", &ca, "--as", "no-lease", "--as-uid", "42"]);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let (k, ours) = s.side_by_side(&empty, &flags, &[]);
+    assert!(k.code != 0 && k.stderr.contains("Forbidden"), "{}", k.stderr);
+    ours.expect_code(4);
 }
 
 #[test]
@@ -286,23 +317,51 @@ fn flags_take_precedence_over_the_kubeconfig() {
     let c = Cluster::shared();
     let s = Shapes::new(c);
     let kc = std::path::PathBuf::from(c.kubeconfig());
+    let (cert, key, ca) = (s.path("pki/admin.crt"), s.path("pki/admin.key"), s.path("pki/ca.crt"));
     // --server over the context's server (a dead one in this kubeconfig).
     let dead = s.kubeconfig("dead-server", "    server: https://127.0.0.1:1\n", "    token: x\n");
-    let (cert, key, ca) = (s.path("pki/admin.crt"), s.path("pki/admin.key"), s.path("pki/ca.crt"));
     let flags = ["-s", &s.server, "--certificate-authority", &ca, "--client-certificate", &cert, "--client-key", &key];
     let (k, ours) = s.side_by_side(&dead, &flags, &[]);
     // Both send the kubeconfig's token beside the flags' certificate; the certificate authenticates.
     both_work(&k, &ours);
-    // --token beside the context's client certificate: an unknown token, and the certificate
-    // still authenticates, for both.
-    let (k, ours) = s.side_by_side(&kc, &["--token", "unknown"], &[]);
+    // --token over the token user's own token: an unknown one is refused, for both.
+    let token_user = s.kubeconfig(
+        "token-user",
+        &s.cluster(),
+        &format!("    token: {}\n", std::fs::read_to_string(&c.env["DISPATCH_TEST_TOKEN_FILE"]).unwrap().trim()),
+    );
+    let (k, ours) = s.side_by_side(&token_user, &[], &[]);
     both_work(&k, &ours);
-    // --insecure-skip-tls-verify drops the kubeconfig's CA instead of refusing both.
-    let (k, ours) = s.side_by_side(&kc, &["--insecure-skip-tls-verify"], &[]);
+    let (k, ours) = s.side_by_side(&token_user, &["--token", "unknown"], &[]);
+    both_fail(&k, &ours, "401 Unauthorized");
+    // --client-certificate/--client-key over the kubeconfig's certificate files: as no-lease,
+    // kubectl is forbidden the Lease and the plugin says unknown (exit 4).
+    let (nl_cert, nl_key) = (s.path("pki/no-lease.crt"), s.path("pki/no-lease.key"));
+    let admin_files = s.kubeconfig(
+        "admin-files",
+        &s.cluster(),
+        "    client-certificate: pki/admin.crt\n    client-key: pki/admin.key\n",
+    );
+    let (k, ours) = s.side_by_side(&admin_files, &["--client-certificate", &nl_cert, "--client-key", &nl_key], &[]);
+    assert!(k.code != 0 && k.stderr.contains("Forbidden"), "kubectl: {}", k.stderr);
+    ours.expect_code(4);
+    // Over embedded certificate data, kubectl refuses the two together; so does the plugin.
+    let (k, ours) = s.side_by_side(&kc, &["--client-certificate", &nl_cert, "--client-key", &nl_key], &[]);
+    both_fail(&k, &ours, "client-cert-data and client-cert are both specified for admin");
+    // --insecure-skip-tls-verify over a kubeconfig whose CA is wrong: both work.
+    let wrong_ca = format!("    server: {}\n    certificate-authority: {}\n", s.server, s.path("pki/admin.crt"));
+    let wrong =
+        s.kubeconfig("wrong-ca", &wrong_ca, "    client-certificate: pki/admin.crt\n    client-key: pki/admin.key\n");
+    let (k, ours) = s.side_by_side(&wrong, &[], &[]);
+    both_fail(&k, &ours, "TLS with the API server");
+    let (k, ours) = s.side_by_side(&wrong, &["--insecure-skip-tls-verify"], &[]);
     both_work(&k, &ours);
-    // --certificate-authority over the kubeconfig's CA data: a wrong CA fails both.
+    // --certificate-authority over the kubeconfig's CA data: a wrong CA fails both, the right
+    // one over the wrong kubeconfig works for both.
     let (k, ours) = s.side_by_side(&kc, &["--certificate-authority", &s.path("pki/admin.crt")], &[]);
     both_fail(&k, &ours, "TLS with the API server");
+    let (k, ours) = s.side_by_side(&wrong, &["--certificate-authority", &ca], &[]);
+    both_work(&k, &ours);
 }
 
 #[test]
@@ -326,4 +385,18 @@ fn request_timeout_bounds_a_server_that_accepts_and_never_answers() {
     let ours = s.kubectl(&["dispatch", "--kubeconfig", kc_arg, "--request-timeout", "2s", "lease"], &[]);
     assert!(started.elapsed() < Duration::from_secs(6), "took {:?}", started.elapsed());
     ours.expect_one_error(&format!("no answer from the API server at https://127.0.0.1:{port} within 2s"));
+
+    // Without --request-timeout, the TLS handshake has kubectl's 10 s, for both.
+    let kubectl = std::thread::scope(|scope| {
+        let theirs = scope.spawn(|| s.kubectl(&["--kubeconfig", kc_arg, "get", "lease", "-A"], &[]));
+        let started = Instant::now();
+        let ours = s.kubectl(&["dispatch", "--kubeconfig", kc_arg, "lease"], &[]);
+        let took = started.elapsed();
+        assert!(took >= Duration::from_secs(9) && took < Duration::from_secs(20), "took {took:?}");
+        ours.expect_one_error(&format!(
+            "TLS with the API server at https://127.0.0.1:{port} failed: the TLS handshake did not finish within 10s"
+        ));
+        theirs.join().unwrap()
+    });
+    assert!(kubectl.code != 0 && kubectl.stderr.contains("TLS handshake timeout"), "{}", kubectl.stderr);
 }

@@ -76,7 +76,8 @@ fn all_contexts_judges_each_cluster_and_a_dead_one_delays_nobody() {
     );
     assert_eq!(rows[2].last(), Some(&"1"));
     assert_eq!(rows[3][..3], ["dead", "<none>", "error"]);
-    assert!(table.lines()[3].contains("no answer within 2s"), "{}", table.stdout);
+    let dead = table.lines()[3];
+    assert!(dead.contains("no answer from the API server at ") && dead.contains(" within 2s"), "{}", table.stdout);
 
     let (json, _) = run(&["--context", "a", "--context", "b", "-A", "-o", "json"]);
     json.expect_code(3);

@@ -108,3 +108,39 @@ fn the_environments_proxy_never_carries_a_loopback_server() {
     both_work(&k, &ours);
     assert!(proxy.carried().iter().filter(|l| l.starts_with("CONNECT ")).count() >= 2, "{:?}", proxy.carried());
 }
+
+#[test]
+fn the_environments_proxy_carries_a_named_server() {
+    let s = Shapes::new(Cluster::shared());
+    let port = s.server.rsplit(':').next().unwrap().to_string();
+    // dispatch.test (a name reserved for tests, RFC 6761) means this machine only to the test
+    // proxy, which maps it without DNS; the cluster's certificate names localhost. Every run
+    // here goes through a proxy, so no client ever looks the name up.
+    let cluster = format!(
+        "    server: https://dispatch.test:{port}\n    certificate-authority: {}\n    tls-server-name: localhost\n",
+        s.path("pki/ca.crt")
+    );
+    let kc = s.kubeconfig("named", &cluster, ADMIN);
+    let proxy = Proxy::start("http", None);
+    let tunnel = format!("CONNECT dispatch.test:{port}");
+    for (var, no_proxy) in
+        [("HTTPS_PROXY", ""), ("https_proxy", ""), ("HTTPS_PROXY", "other.test,dispatch.test:1,10.0.0.0/8")]
+    {
+        let before = proxy.carried().iter().filter(|l| **l == tunnel).count();
+        let (k, ours) = s.side_by_side(&kc, &[], &[(var, &proxy.url()), ("NO_PROXY", no_proxy)]);
+        both_work(&k, &ours);
+        let after = proxy.carried().iter().filter(|l| **l == tunnel).count();
+        assert!(
+            after >= before + 2,
+            "{var} with NO_PROXY={no_proxy:?}: both went through the proxy: {:?}",
+            proxy.carried()
+        );
+    }
+    // SOCKS5 through proxy-url: the proxy resolves the name, for kubectl and the plugin.
+    let socks = Proxy::start("socks5", None);
+    let via = s.kubeconfig("named-socks", &format!("{cluster}    proxy-url: {}\n", socks.url()), ADMIN);
+    let ours = s.kubectl(&["dispatch", "--kubeconfig", via.to_str().unwrap(), "lease"], &[]);
+    assert!(socks.carried().iter().any(|l| l == "RESOLVED dispatch.test"), "{:?}", socks.carried());
+    let (k, _) = s.side_by_side(&via, &[], &[]);
+    both_work(&k, &ours);
+}

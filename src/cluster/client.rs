@@ -4,8 +4,8 @@
 //! - TCP_NODELAY. kube's connector leaves Nagle's algorithm on, and with several requests in
 //!   flight a small TLS write then waits for a delayed ACK: a 40 ms stall on loopback.
 //! - HTTP/2 (ALPN h2, else HTTP/1.1) with wide flow-control windows, as kubectl has.
-//! - kubectl's time bounds: dial 30 s and TLS handshake 10 s, and `--request-timeout` on each
-//!   request rather than none ([`super::deadline`]).
+//! - kubectl's time bounds: dial 30 s then TLS handshake 10 s ([`super::tls`]), and
+//!   `--request-timeout` on each request ([`super::deadline`]).
 //! - exec credentials that are refreshed before they lapse, certificates included
 //!   ([`super::credentials`]).
 //!
@@ -16,7 +16,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::Uri;
-use hyper_timeout::TimeoutConnector;
 use hyper_util::client::legacy::connect::proxy::{SocksV5, Tunnel};
 use hyper_util::client::legacy::connect::{Connection, HttpConnector};
 use hyper_util::rt::TokioExecutor;
@@ -31,6 +30,7 @@ use tower_http::decompression::DecompressionLayer;
 use super::credentials::Transport;
 use super::deadline::{Deadline, RequestTimeout};
 use super::exec::{Credential, ExecPlugin};
+use super::tls::TlsConnector;
 use crate::error::Error;
 
 /// HTTP/2 flow-control windows. hyper's 2 MiB per stream is less than one page of 500 large
@@ -40,11 +40,8 @@ use crate::error::Error;
 const STREAM_WINDOW: u32 = 16 << 20;
 const CONNECTION_WINDOW: u32 = 64 << 20;
 
-/// kubectl's dialer: 30 s to connect, TCP keep-alive every 30 s; then 10 s for the TLS
-/// handshake (bounded here together with the dial, and a proxy's tunnel, as 40 s).
-const DIAL_BOUND: Duration = Duration::from_secs(30);
+/// kubectl's dialer keeps TCP connections alive with a probe every 30 s.
 const KEEPALIVE: Duration = Duration::from_secs(30);
-const CONNECT_BOUND: Duration = Duration::from_secs(40);
 
 /// One HTTP client, ready to send: hyper's, behind the per-request bound.
 pub type HttpService =
@@ -63,20 +60,24 @@ pub struct Route {
 }
 
 pub fn build(config: Config, route: Route) -> Result<Client, Error> {
-    let fail = |e: kube::Error| Error::Kubeconfig(super::failure::root_cause(&e));
     let make = make_http(&config, route.proxy.as_ref(), route.request_timeout)?;
     let transport = match route.exec {
-        None => Transport::fixed(make(config.rustls_client_config().map_err(fail)?)),
+        None => Transport::fixed(make(config.rustls_client_config().map_err(invalid)?)),
         Some((plugin, first)) => Transport::exec(plugin, first, config.clone(), make)?,
     };
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())
         .option_layer(config.default_retry.then(|| RetryLayer::new(RetryPolicy::server_retry())))
-        .option_layer(config.auth_layer().map_err(fail)?)
-        .layer(config.extra_headers_layer().map_err(fail)?)
+        .option_layer(config.auth_layer().map_err(invalid)?)
+        .layer(config.extra_headers_layer().map_err(invalid)?)
         .layer(DecompressionLayer::new().no_br().no_deflate().no_zstd().gzip(!config.disable_compression))
         .service(transport);
     Ok(Client::new(service, config.default_namespace))
+}
+
+/// kube could not make the TLS or auth settings from the kubeconfig.
+fn invalid(e: kube::Error) -> Error {
+    Error::Kubeconfig(super::failure::root_cause(&e))
 }
 
 /// The TLS settings and connector chain for the server, through its proxy if it has one.
@@ -84,7 +85,6 @@ fn make_http(config: &Config, proxy: Option<&Uri>, request_timeout: Option<Durat
     let mut tcp = HttpConnector::new();
     tcp.enforce_http(false);
     tcp.set_nodelay(true);
-    tcp.set_connect_timeout(Some(DIAL_BOUND));
     tcp.set_keepalive(Some(KEEPALIVE));
     let server_name = match &config.tls_server_name {
         Some(name) => Some(
@@ -93,7 +93,7 @@ fn make_http(config: &Config, proxy: Option<&Uri>, request_timeout: Option<Durat
         ),
         None => None,
     };
-    let settings = Settings { server_name, request_timeout, read: config.read_timeout, write: config.write_timeout };
+    let settings = Settings { server_name, request_timeout };
     let Some(proxy) = proxy else { return Ok(settings.make(tcp)) };
     match proxy.scheme_str() {
         Some("socks5") => {
@@ -106,15 +106,17 @@ fn make_http(config: &Config, proxy: Option<&Uri>, request_timeout: Option<Durat
         Some("http") => Ok(settings.make(with_basic_auth(proxy, Tunnel::new(proxy.clone(), tcp)))),
         Some("https") => {
             // Go dials an https proxy with the cluster's TLS settings, named for the proxy.
-            let fail = |e: kube::Error| Error::Kubeconfig(super::failure::root_cause(&e));
             let to_proxy = hyper_rustls::HttpsConnectorBuilder::new()
-                .with_tls_config(config.rustls_client_config().map_err(fail)?)
+                .with_tls_config(config.rustls_client_config().map_err(invalid)?)
                 .https_only()
                 .enable_http1()
                 .wrap_connector(tcp);
             Ok(settings.make(with_basic_auth(proxy, Tunnel::new(proxy.clone(), to_proxy))))
         }
-        other => Err(Error::Kubeconfig(format!("proxy scheme {other:?} is not supported (http, https, socks5 are)"))),
+        other => Err(Error::Kubeconfig(format!(
+            "proxy {}: scheme {other:?} is not supported (http, https and socks5 are)",
+            display_proxy(proxy)
+        ))),
     }
 }
 
@@ -122,8 +124,6 @@ fn make_http(config: &Config, proxy: Option<&Uri>, request_timeout: Option<Durat
 struct Settings {
     server_name: Option<rustls::pki_types::ServerName<'static>>,
     request_timeout: Option<Duration>,
-    read: Option<Duration>,
-    write: Option<Duration>,
 }
 
 impl Settings {
@@ -131,19 +131,11 @@ impl Settings {
     where
         C: tower::Service<Uri> + Clone + Send + Sync + 'static,
         C::Response: hyper::rt::Read + hyper::rt::Write + Connection + Send + Unpin + 'static,
-        C::Future: Send + Unpin + 'static,
+        C::Future: Send + 'static,
         C::Error: Into<BoxError>,
     {
         Arc::new(move |tls: rustls::ClientConfig| {
-            let mut https = hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(tls).https_or_http();
-            if let Some(name) = &self.server_name {
-                https = https.with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(name.clone()));
-            }
-            let https = https.enable_all_versions().wrap_connector(base.clone());
-            let mut connector = TimeoutConnector::new(https);
-            connector.set_connect_timeout(Some(CONNECT_BOUND));
-            connector.set_read_timeout(self.read);
-            connector.set_write_timeout(self.write);
+            let connector = TlsConnector::new(base.clone(), tls, self.server_name.clone());
             let client = hyper_util::client::legacy::Builder::new(TokioExecutor::new())
                 .http2_initial_stream_window_size(STREAM_WINDOW)
                 .http2_initial_connection_window_size(CONNECTION_WINDOW)

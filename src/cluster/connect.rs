@@ -38,22 +38,24 @@ pub struct Manner {
     pub request_timeout: Option<Duration>,
     /// Whether an exec credential plugin may have the terminal (one-shot commands only).
     pub interactive: bool,
+    /// Whether an exec credential plugin's stderr reaches ours (not with several contexts, nor
+    /// in completion).
+    pub pass_stderr: bool,
 }
 
 pub async fn connect(args: &ConnectionArgs, manner: Manner, log: &crate::log::Log) -> Result<Connection, Error> {
     let (mut config, context, exec) = match kubeconfig::choose(args)? {
         Some(mut chosen) => {
-            let exec = kubeconfig::uses_exec(&chosen.user).then(|| chosen.user.exec.take()).flatten().map(|config| {
-                ExecPlugin {
-                    cluster: config
-                        .provide_cluster_info
-                        .then(|| ExecAuthCluster::try_from(&chosen.cluster).ok())
-                        .flatten(),
-                    config,
-                    user: chosen.user_name.clone(),
-                    may_interact: manner.interactive,
-                    bound: super::credentials::bound(manner.request_timeout),
-                }
+            // kube would run a plugin left in the config itself, unbounded: take it out always,
+            // and run it here only where kubectl would.
+            let uses_exec = kubeconfig::uses_exec(&chosen.user);
+            let exec = chosen.user.exec.take().filter(|_| uses_exec).map(|config| ExecPlugin {
+                cluster: config.provide_cluster_info.then(|| ExecAuthCluster::try_from(&chosen.cluster).ok()).flatten(),
+                config,
+                user: chosen.user_name.clone(),
+                may_interact: manner.interactive,
+                pass_stderr: manner.pass_stderr,
+                bound: manner.request_timeout,
             });
             // The environment's proxy is chosen below, by kubectl's rules, not by kube's loader.
             let config = Config::from_custom_kubeconfig(chosen.to_kubeconfig(), &KubeConfigOptions::default())
@@ -61,6 +63,10 @@ pub async fn connect(args: &ConnectionArgs, manner: Manner, log: &crate::log::Lo
                 .map_err(|e| match e {
                     KubeconfigError::LoadClusterOfContext(name) => {
                         Error::Kubeconfig(format!("cluster {name:?} not found in the kubeconfig"))
+                    }
+                    // kube's loader parses HTTPS_PROXY itself (its choice is replaced below).
+                    KubeconfigError::ParseProxyUrl(e) => {
+                        Error::Kubeconfig(format!("HTTPS_PROXY is not a URL: {}", first_line(&e.to_string())))
                     }
                     other => Error::Kubeconfig(first_line(&other.to_string())),
                 })?;
@@ -122,7 +128,7 @@ fn in_cluster(args: &ConnectionArgs) -> Result<Config, Error> {
     }
     let auth = &mut config.auth_info;
     if let Some(token) = &args.token {
-        auth.token = Some(token.clone().into());
+        auth.token = Some(token.0.clone().into());
     }
     auth.impersonate = args.impersonate.clone().or(auth.impersonate.take());
     auth.impersonate_uid = args.impersonate_uid.clone().or(auth.impersonate_uid.take());
@@ -130,9 +136,4 @@ fn in_cluster(args: &ConnectionArgs) -> Result<Config, Error> {
         auth.impersonate_groups = Some(args.impersonate_groups.clone());
     }
     Ok(config)
-}
-
-/// The names of the kubeconfig's contexts, in file order, for `--all-contexts`.
-pub fn context_names(args: &ConnectionArgs) -> Result<Vec<String>, Error> {
-    kubeconfig::context_names(args)
 }

@@ -6,7 +6,6 @@
 
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use futures::future::BoxFuture;
 use http::header::{AUTHORIZATION, HeaderValue};
@@ -18,7 +17,7 @@ use tower::{BoxError, Service, ServiceExt};
 
 use super::client::{HttpService, MakeHttp};
 use super::deadline::Deadline;
-use super::exec::{Credential, ExecPlugin};
+use super::exec::{Credential, ExecError, ExecPlugin};
 use crate::error::Error;
 
 #[derive(Clone)]
@@ -40,8 +39,10 @@ struct Current {
     credential: Credential,
     obtained: Timestamp,
     http: HttpService,
-    /// The server said 401: fetch anew before the next request.
+    /// The server said 401 to this credential: fetch anew before the next request.
     rejected: bool,
+    /// Counts the credentials fetched, so a 401 to an older one changes nothing.
+    generation: u64,
 }
 
 impl Transport {
@@ -50,8 +51,8 @@ impl Transport {
     }
 
     pub fn exec(plugin: ExecPlugin, first: Credential, config: Config, make: MakeHttp) -> Result<Transport, Error> {
-        let http = make(tls_for(&config, &first)?);
-        let current = Current { credential: first, obtained: Timestamp::now(), http, rejected: false };
+        let http = make(tls_for(&config, &first, &plugin.command())?);
+        let current = Current { credential: first, obtained: Timestamp::now(), http, rejected: false, generation: 0 };
         Ok(Transport(Arc::new(Inner::Exec(Box::new(ExecState {
             plugin,
             config,
@@ -62,7 +63,7 @@ impl Transport {
 }
 
 /// kube's TLS configuration, with the plugin's client certificate when it gave one.
-fn tls_for(config: &Config, credential: &Credential) -> Result<rustls::ClientConfig, Error> {
+fn tls_for(config: &Config, credential: &Credential, command: &str) -> Result<rustls::ClientConfig, ExecError> {
     use base64::Engine;
     let mut config = config.clone();
     if let Some((cert, key)) = &credential.identity {
@@ -70,11 +71,9 @@ fn tls_for(config: &Config, credential: &Credential) -> Result<rustls::ClientCon
         config.auth_info.client_certificate_data = Some(b64(cert));
         config.auth_info.client_key_data = Some(b64(key).into());
     }
-    config.rustls_client_config().map_err(|e| {
-        Error::Exec(super::exec::ExecError::NoCredential {
-            command: config.auth_info.exec.as_ref().and_then(|e| e.command.clone()).unwrap_or_default(),
-            cause: format!("its client certificate cannot be used: {}", super::failure::root_cause(&e)),
-        })
+    config.rustls_client_config().map_err(|e| ExecError::NoCredential {
+        command: command.to_string(),
+        cause: format!("its client certificate cannot be used: {}", super::failure::root_cause(&e)),
     })
 }
 
@@ -88,22 +87,29 @@ pub fn due(expires: Option<Timestamp>, obtained: Timestamp, now: Timestamp) -> b
 }
 
 impl ExecState {
-    /// The HTTP client and bearer token to use now, fetching a new credential when due.
-    async fn current(&self) -> Result<(HttpService, Option<String>), BoxError> {
+    /// The HTTP client, bearer token and credential generation to use now, fetching a new
+    /// credential when due.
+    async fn current(&self) -> Result<(HttpService, Option<String>, u64), BoxError> {
         let mut current = self.current.lock().await;
         if current.rejected || due(current.credential.expires, current.obtained, Timestamp::now()) {
             let fresh = self.plugin.run().await?;
             if fresh.identity != current.credential.identity {
-                current.http = (self.make)(tls_for(&self.config, &fresh)?);
+                current.http = (self.make)(tls_for(&self.config, &fresh, &self.plugin.command())?);
             }
-            *current =
-                Current { credential: fresh, obtained: Timestamp::now(), http: current.http.clone(), rejected: false };
+            current.credential = fresh;
+            current.obtained = Timestamp::now();
+            current.rejected = false;
+            current.generation += 1;
         }
-        Ok((current.http.clone(), current.credential.token.clone()))
+        Ok((current.http.clone(), current.credential.token.clone(), current.generation))
     }
 
-    async fn rejected(&self) {
-        self.current.lock().await.rejected = true;
+    /// The server refused credential `generation`; a later one is not affected.
+    async fn rejected(&self, generation: u64) {
+        let mut current = self.current.lock().await;
+        if current.generation == generation {
+            current.rejected = true;
+        }
     }
 }
 
@@ -123,7 +129,7 @@ impl Service<Request<Body>> for Transport {
             match &*inner {
                 Inner::Fixed(http) => http.clone().oneshot(req).await,
                 Inner::Exec(state) => {
-                    let (http, token) = state.current().await?;
+                    let (http, token, generation) = state.current().await?;
                     if let Some(token) = token {
                         let mut value = HeaderValue::try_from(format!("Bearer {token}"))?;
                         value.set_sensitive(true);
@@ -131,18 +137,13 @@ impl Service<Request<Body>> for Transport {
                     }
                     let response = http.oneshot(req).await?;
                     if response.status() == http::StatusCode::UNAUTHORIZED {
-                        state.rejected().await;
+                        state.rejected(generation).await;
                     }
                     Ok(response)
                 }
             }
         })
     }
-}
-
-/// How long the first run of a plugin may take, and later ones.
-pub fn bound(request_timeout: Option<Duration>) -> Duration {
-    request_timeout.unwrap_or(super::exec::DEFAULT_BOUND)
 }
 
 #[cfg(test)]

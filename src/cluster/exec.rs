@@ -1,9 +1,12 @@
 //! Exec credential plugins (`client.authentication.k8s.io` v1 and v1beta1), run as kubectl runs
 //! them, with three differences that the plugin's modes need:
-//! - every run is bounded (`--request-timeout`, else [`DEFAULT_BOUND`]) and the child is killed
-//!   when the bound or the caller gives up;
+//! - every run is bounded (`--request-timeout`, else [`DEFAULT_BOUND`], or
+//!   [`INTERACTIVE_BOUND`] when it has the terminal) and the child is killed when the bound or
+//!   the caller gives up;
 //! - live and fleet modes and completion never hand it the terminal;
-//! - its stderr is kept when it does not have the terminal, so a failure can say its last line.
+//! - its stderr is read line by line: passed on to ours as kubectl does (a device-code login
+//!   prints its URL there), except in fleet mode and completion, and its last line kept, so a
+//!   failure can say it.
 //!
 //! kube's own exec support runs the command synchronously on each client build, unbounded,
 //! and reports a missing command as a bare `No such file or directory`.
@@ -15,11 +18,14 @@ use std::time::Duration;
 use k8s_openapi::jiff::Timestamp;
 use kube::config::{ExecAuthCluster, ExecConfig, ExecInteractiveMode};
 use serde::{Deserialize, Serialize};
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 
 /// The bound on one run of a credential plugin when `--request-timeout` is not set. Long enough
 /// for a login that opens a browser, short enough that TAB or a fleet never hangs on one.
 pub const DEFAULT_BOUND: Duration = Duration::from_secs(60);
+
+/// The bound when the plugin has the terminal: a person may be typing a password.
+pub const INTERACTIVE_BOUND: Duration = Duration::from_secs(300);
 
 /// A credential plugin as the kubeconfig's user names it.
 #[derive(Debug, Clone)]
@@ -28,9 +34,13 @@ pub struct ExecPlugin {
     /// The kubeconfig user, for messages.
     pub user: String,
     pub cluster: Option<ExecAuthCluster>,
-    /// Whether this run may hand the plugin the terminal (one-shot commands only).
+    /// Whether this run may hand the plugin the terminal (one-shot commands only); also
+    /// whether its stderr is passed on (not in fleet mode or completion, where lines from
+    /// several plugins, or any at all, would garble the output).
     pub may_interact: bool,
-    pub bound: Duration,
+    pub pass_stderr: bool,
+    /// `--request-timeout`; without it, [`DEFAULT_BOUND`] or [`INTERACTIVE_BOUND`].
+    pub bound: Option<Duration>,
 }
 
 /// What a plugin returned.
@@ -63,8 +73,8 @@ pub enum ExecError {
     Failed { command: String, status: String, last_line: Option<String> },
     #[error("the exec credential plugin {command:?} produced no credential: {cause}")]
     NoCredential { command: String, cause: String },
-    #[error("the exec credential plugin {command:?} did not finish within {}", crate::core::duration::go_seconds(after.as_secs() as i64))]
-    Timeout { command: String, after: Duration },
+    #[error("the exec credential plugin {command:?} did not finish within {}{}", crate::core::duration::go_duration(*after), last_line.as_ref().map(|l| format!(" (its last words: {l})")).unwrap_or_default())]
+    Timeout { command: String, after: Duration, last_line: Option<String> },
     #[error("the exec credential plugin {command:?} needs a terminal (interactiveMode: Always), {why}")]
     NeedsTerminal { command: String, why: &'static str },
     #[error("user {user:?}: {cause}")]
@@ -102,7 +112,7 @@ struct ExecInfoSpec<'a> {
 }
 
 impl ExecPlugin {
-    fn command(&self) -> String {
+    pub fn command(&self) -> String {
         self.config.command.clone().unwrap_or_default()
     }
 
@@ -115,6 +125,9 @@ impl ExecPlugin {
         let fail = |cause: &str| Err(ExecError::Config { user: self.user.clone(), cause: cause.into() });
         if self.config.command.as_deref().is_none_or(str::is_empty) {
             return fail("exec.command is empty");
+        }
+        if self.config.api_version.as_deref().is_none_or(str::is_empty) {
+            return fail("exec plugin: invalid apiVersion \"\"");
         }
         match self.api_version() {
             "client.authentication.k8s.io/v1" if self.config.interactive_mode.is_none() => {
@@ -160,6 +173,7 @@ impl ExecPlugin {
                 interactive,
             },
         };
+        let bound = self.bound.unwrap_or(if interactive { INTERACTIVE_BOUND } else { DEFAULT_BOUND });
         let mut cmd = tokio::process::Command::new(&command);
         cmd.args(self.config.args.iter().flatten());
         for pair in self.config.env.iter().flatten() {
@@ -182,28 +196,37 @@ impl ExecPlugin {
             },
             _ => ExecError::Start { command: command.clone(), cause: e.to_string() },
         })?;
-        let (mut stdout, mut stderr) = (child.stdout.take(), child.stderr.take());
+        let (mut stdout, stderr) = (child.stdout.take(), child.stderr.take());
+        let last = std::sync::Mutex::new(None::<String>);
         let finished = async {
-            let (mut out, mut err) = (Vec::new(), Vec::new());
+            let mut out = Vec::new();
             let read_out = async {
                 if let Some(s) = stdout.as_mut() {
                     let _ = s.read_to_end(&mut out).await;
                 }
             };
             let read_err = async {
-                if let Some(s) = stderr.as_mut() {
-                    let _ = s.read_to_end(&mut err).await;
+                let Some(s) = stderr else { return };
+                let mut lines = tokio::io::BufReader::new(s).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    if self.pass_stderr {
+                        eprintln!("{}", crate::render::sanitize::escape(&line));
+                    }
+                    if !line.trim().is_empty() {
+                        *last.lock().unwrap_or_else(|p| p.into_inner()) = Some(line);
+                    }
                 }
             };
             tokio::join!(read_out, read_err);
-            (child.wait().await, out, err)
+            (child.wait().await, out)
         };
-        let (status, out, err) = tokio::time::timeout(self.bound, finished)
-            .await
-            .map_err(|_| ExecError::Timeout { command: command.clone(), after: self.bound })?;
+        let said = || last.lock().unwrap_or_else(|p| p.into_inner()).as_deref().map(one_line);
+        let Ok((status, out)) = tokio::time::timeout(bound, finished).await else {
+            return Err(ExecError::Timeout { command, after: bound, last_line: said() });
+        };
         let status = status.map_err(|e| ExecError::Start { command: command.clone(), cause: e.to_string() })?;
         if !status.success() {
-            return Err(ExecError::Failed { command, status: describe(status), last_line: last_line(&err) });
+            return Err(ExecError::Failed { command, status: describe(status), last_line: said() });
         }
         parse(&out, self.api_version()).map_err(|cause| ExecError::NoCredential { command, cause })
     }
@@ -225,10 +248,9 @@ fn describe(status: std::process::ExitStatus) -> String {
     }
 }
 
-fn last_line(stderr: &[u8]) -> Option<String> {
-    let text = String::from_utf8_lossy(stderr);
-    let line = text.lines().map(str::trim).rfind(|l| !l.is_empty())?;
-    Some(crate::render::sanitize::escape(line))
+/// A line of the plugin's stderr as an error may quote it: trimmed and escaped.
+fn one_line(line: &str) -> String {
+    crate::render::sanitize::escape(line.trim())
 }
 
 #[derive(Deserialize)]
@@ -327,9 +349,9 @@ mod tests {
     }
 
     #[test]
-    fn the_last_stderr_line_is_kept_on_one_line() {
-        assert_eq!(last_line(b"first\nlogin failed: expired\n\n").as_deref(), Some("login failed: expired"));
-        assert_eq!(last_line(b"  \n"), None);
+    fn a_stderr_line_is_quoted_trimmed_and_escaped() {
+        assert_eq!(one_line("  login failed: expired \r"), "login failed: expired");
+        assert_eq!(one_line("red \x1b[31m"), "red \\u{1b}[31m");
     }
 
     #[test]
@@ -355,7 +377,8 @@ mod tests {
             user: "u".into(),
             cluster: None,
             may_interact: false,
-            bound: DEFAULT_BOUND,
+            pass_stderr: false,
+            bound: None,
         };
         assert!(plugin(V1, None).validate().unwrap_err().to_string().contains("interactiveMode must be specified"));
         assert!(plugin(V1, Some(ExecInteractiveMode::Never)).validate().is_ok());

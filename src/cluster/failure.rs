@@ -6,6 +6,7 @@ use std::error::Error as StdError;
 use super::connect::Connection;
 use super::deadline::RequestTimedOut;
 use super::exec::ExecError;
+use super::tls::ConnectTimedOut;
 use crate::error::{Error, first_line};
 
 /// What a failed read means.
@@ -43,6 +44,12 @@ pub fn transport(e: &(dyn StdError + 'static), conn: &Connection) -> Error {
     }
     if let Some(RequestTimedOut(timeout)) = find::<RequestTimedOut>(e) {
         return Error::Timeout { server, timeout: *timeout };
+    }
+    if let Some(slow) = find::<ConnectTimedOut>(e) {
+        return match slow {
+            ConnectTimedOut::Dial(_) => Error::Unreachable { server, cause: slow.to_string() },
+            ConnectTimedOut::Handshake(_) => Error::Tls { server, cause: slow.to_string() },
+        };
     }
     let cause = root_cause(e);
     let lower = chain_text(e).to_lowercase();

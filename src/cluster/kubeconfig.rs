@@ -80,7 +80,7 @@ pub fn choose(args: &ConnectionArgs) -> Result<Option<Chosen>, Error> {
     let mut cluster = match &cluster_name {
         Some(name) => match kubeconfig.clusters.iter().find(|c| &c.name == name) {
             Some(named) => named.cluster.clone().unwrap_or_default(),
-            None if args.server.is_some() => Cluster::default(),
+            None if args.server.is_some() && args.cluster.is_none() => Cluster::default(),
             None => return Err(Error::Kubeconfig(format!("cluster {name:?} not found in the kubeconfig"))),
         },
         None => Cluster::default(),
@@ -88,11 +88,12 @@ pub fn choose(args: &ConnectionArgs) -> Result<Option<Chosen>, Error> {
     let user_name = args.user.clone().or_else(|| context.user.clone()).unwrap_or_default();
     let mut user = match kubeconfig.auth_infos.iter().find(|u| u.name == user_name) {
         Some(named) => named.auth_info.clone().unwrap_or_default(),
-        None if user_name.is_empty() || args.user.is_none() => AuthInfo::default(),
+        None if user_name.is_empty() => AuthInfo::default(),
         None => return Err(Error::Kubeconfig(format!("user {user_name:?} not found in the kubeconfig"))),
     };
     lay_over_cluster(&mut cluster, args);
     lay_over_user(&mut user, args);
+    cluster.server = cluster.server.map(with_scheme);
     validate(&cluster, &user, &user_name)?;
     Ok(Some(Chosen {
         context: context_name,
@@ -128,7 +129,7 @@ fn lay_over_cluster(cluster: &mut Cluster, args: &ConnectionArgs) {
 /// `--token`, `--client-certificate`, `--client-key`, `--as`, `--as-group`, `--as-uid`.
 fn lay_over_user(user: &mut AuthInfo, args: &ConnectionArgs) {
     if let Some(token) = &args.token {
-        user.token = Some(token.clone().into());
+        user.token = Some(token.0.clone().into());
     }
     if let Some(path) = &args.client_certificate {
         user.client_certificate = Some(path.display().to_string());
@@ -147,6 +148,12 @@ fn lay_over_user(user: &mut AuthInfo, args: &ConnectionArgs) {
     }
 }
 
+/// A server without a scheme, as kubectl reads one: plain http (kubectl does so even with a
+/// CA or client certificate given).
+fn with_scheme(server: String) -> String {
+    if server.contains("://") || server.is_empty() { server } else { format!("http://{server}") }
+}
+
 /// What `clientcmd` refuses before connecting.
 fn validate(cluster: &Cluster, user: &AuthInfo, user_name: &str) -> Result<(), Error> {
     let has_ca = cluster.certificate_authority.as_deref().is_some_and(|s| !s.is_empty())
@@ -155,6 +162,18 @@ fn validate(cluster: &Cluster, user: &AuthInfo, user_name: &str) -> Result<(), E
         return Err(Error::Kubeconfig(
             "specifying a root certificates file with the insecure flag is not allowed".into(),
         ));
+    }
+    // kubectl refuses a file beside embedded data (from the kubeconfig, or a flag over it).
+    let set = |s: &Option<String>| s.as_deref().is_some_and(|s| !s.is_empty());
+    if set(&user.client_certificate) && set(&user.client_certificate_data) {
+        return Err(Error::Kubeconfig(format!(
+            "client-cert-data and client-cert are both specified for {user_name}. client-cert-data will override."
+        )));
+    }
+    if set(&user.client_key) && user.client_key_data.is_some() {
+        return Err(Error::Kubeconfig(format!(
+            "client-key-data and client-key are both specified for {user_name}; client-key-data will override"
+        )));
     }
     let impersonates_more =
         user.impersonate_uid.is_some() || user.impersonate_groups.as_ref().is_some_and(|g| !g.is_empty());
@@ -166,20 +185,19 @@ fn validate(cluster: &Cluster, user: &AuthInfo, user_name: &str) -> Result<(), E
     Ok(())
 }
 
-/// Whether kubectl would run this user's exec plugin: not when a token, basic auth or a client
-/// certificate is also there (client-go then takes those and never runs the plugin).
+/// Whether kubectl would run this user's exec plugin: not when a token, basic auth (a user
+/// name) or a client certificate and key are also there (client-go's `HasTokenAuth`,
+/// `HasBasicAuth`, `HasCertAuth`: it then takes those and never runs the plugin).
 pub fn uses_exec(user: &AuthInfo) -> bool {
     let set = |s: &Option<String>| s.as_deref().is_some_and(|s| !s.is_empty());
-    let basic = set(&user.username) && user.password.is_some();
-    let other = user.token.is_some()
-        || set(&user.token_file)
-        || basic
-        || set(&user.client_certificate)
-        || set(&user.client_certificate_data);
+    let cert = set(&user.client_certificate) || set(&user.client_certificate_data);
+    let key = set(&user.client_key) || user.client_key_data.is_some();
+    let other = user.token.is_some() || set(&user.token_file) || set(&user.username) || (cert && key);
     user.exec.is_some() && !other
 }
 
-fn load(args: &ConnectionArgs) -> Result<Option<Kubeconfig>, Error> {
+/// The kubeconfig files merged, as kubectl reads them; `None` when there are none.
+pub(crate) fn load(args: &ConnectionArgs) -> Result<Option<Kubeconfig>, Error> {
     match &args.kubeconfig {
         Some(path) => read_file(path).map(Some),
         None => read_default(),
@@ -298,6 +316,15 @@ mod tests {
             token: Some("t".to_string().into()),
             ..AuthInfo::default()
         }));
-        assert!(!uses_exec(&AuthInfo { exec, client_certificate: Some("c".into()), ..AuthInfo::default() }));
+        let cert_only = AuthInfo { exec: exec.clone(), client_certificate: Some("c".into()), ..AuthInfo::default() };
+        assert!(uses_exec(&cert_only), "a certificate without a key is not cert auth");
+        assert!(!uses_exec(&AuthInfo { client_key: Some("k".into()), ..cert_only }));
+        assert!(!uses_exec(&AuthInfo { exec, username: Some("u".into()), ..AuthInfo::default() }));
+    }
+
+    #[test]
+    fn a_server_without_a_scheme_is_plain_http_as_kubectl_reads_it() {
+        assert_eq!(with_scheme("h:6443".into()), "http://h:6443");
+        assert_eq!(with_scheme("https://h".into()), "https://h");
     }
 }

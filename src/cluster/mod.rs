@@ -10,5 +10,6 @@ pub mod failure;
 pub mod fetch;
 pub mod kubeconfig;
 pub mod proxy;
+pub mod tls;
 pub mod watch;
 pub mod wire;

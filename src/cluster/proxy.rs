@@ -21,7 +21,12 @@ pub fn choose(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Option<Uri>, String> {
     if let Some(url) = kubeconfig_proxy.filter(|u| !u.is_empty()) {
-        return parse(url).map(Some).map_err(|e| format!("proxy-url {url:?}: {e}"));
+        // The URL may hold a password: messages show it without.
+        let shown = match url.rsplit_once('@') {
+            Some((head, host)) => format!("{}://{host}", head.split("://").next().unwrap_or("http")),
+            None => url.to_string(),
+        };
+        return parse(url).map(Some).map_err(|e| format!("proxy-url {shown:?}: {e}"));
     }
     let var = |names: [&str; 2]| names.iter().find_map(|n| env(n).filter(|v| !v.is_empty()));
     let from_env = match server.scheme_str() {

@@ -1,7 +1,8 @@
 //! `gate --context a --context b ...` and `gate --all-contexts`: the gate on several clusters
-//! at once. Each context is connected and judged concurrently, each within its own bound
-//! (`--request-timeout` when set, else [`CONTEXT_BOUND`]), so a dead cluster holds up no other
-//! beyond that bound.
+//! at once. Each context is connected and judged concurrently, and each of its requests (and
+//! its exec credential plugin's run) is bounded by `--request-timeout` when set, else by
+//! [`REQUEST_BOUND`]: a dead cluster holds up no other beyond that, while a big one that
+//! answers page after page is judged however long its pages take together.
 
 use std::time::Duration;
 
@@ -16,9 +17,9 @@ use crate::exit::Exit;
 use crate::render::fleet::{self, ContextResult};
 use crate::settings::{Fleet, Output};
 
-/// How long one context may take, exec credential plugin included, when `--request-timeout`
-/// is not set.
-pub const CONTEXT_BOUND: Duration = Duration::from_secs(30);
+/// The bound on each request of a context, and on its exec plugin's run, when
+/// `--request-timeout` is not set.
+pub const REQUEST_BOUND: Duration = Duration::from_secs(30);
 
 pub struct FleetOptions<'a> {
     pub connection: &'a ConnectionArgs,
@@ -32,7 +33,7 @@ pub struct FleetOptions<'a> {
 pub fn run(opts: &FleetOptions<'_>, deps: &mut Deps<'_>) -> Result<Exit, Error> {
     let names = match opts.contexts {
         Fleet::Named(names) => names.clone(),
-        Fleet::All => connect::context_names(opts.connection)?,
+        Fleet::All => crate::cluster::kubeconfig::context_names(opts.connection)?,
     };
     let (log, clock) = (deps.log, deps.clock);
     // A thread and a current-thread runtime per context: the contexts' responses are decoded
@@ -60,12 +61,7 @@ fn judge_on_own_thread(
     clock: &dyn crate::clock::Clock,
 ) -> Result<crate::report::GateRun, String> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
-    runtime.block_on(async {
-        let bound = opts.timeout.unwrap_or(CONTEXT_BOUND);
-        tokio::time::timeout(bound, judge_one(name, opts, log, clock))
-            .await
-            .unwrap_or_else(|_| Err(format!("no answer within {}", crate::core::duration::go_duration(bound))))
-    })
+    runtime.block_on(judge_one(name, opts, log, clock))
 }
 
 async fn judge_one(
@@ -77,7 +73,9 @@ async fn judge_one(
     let mut args = opts.connection.clone();
     args.context = Some(name.to_string());
     args.contexts = vec![name.to_string()];
-    let manner = connect::Manner { request_timeout: opts.timeout, interactive: false };
+    // Never the terminal, nor stderr: several plugins would talk at once.
+    let request_timeout = Some(opts.timeout.unwrap_or(REQUEST_BOUND));
+    let manner = connect::Manner { request_timeout, interactive: false, pass_stderr: false };
     let conn = connect::connect(&args, manner, log).await.map_err(|e| e.to_string())?;
     let gate_opts = GateOptions {
         settings: opts.settings,

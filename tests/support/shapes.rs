@@ -16,6 +16,8 @@ pub const HOLDER: &str = "dispatch-admission-7d9f_3b1e";
 pub struct Shapes {
     pub dir: PathBuf,
     pub server: String,
+    /// Where kubectl runs (default: `dir`, the kubeconfigs' folder).
+    pub cwd: PathBuf,
 }
 
 /// Exec credential plugins, as shell scripts. Each counts its runs in `$RUNS` when set.
@@ -50,7 +52,8 @@ echo "login failed: the session expired, run corp-login again" >&2
 exit 3
 "#,
     ),
-    ("exec-hang", "#!/usr/bin/env bash\nexec sleep 600\n"),
+    // Hangs; its process id in `$PIDFILE`, so a test can see that it was killed.
+    ("exec-hang", "#!/usr/bin/env bash\n[[ -n ${PIDFILE:-} ]] && echo $$ >\"$PIDFILE\"\nexec sleep 600\n"),
     (
         // Records whether it got a terminal and what KUBERNETES_EXEC_INFO said, in `$SEEN`.
         "exec-tty",
@@ -73,7 +76,7 @@ impl Shapes {
     pub fn new(c: &Cluster) -> Shapes {
         let dir = std::env::temp_dir().join(unique("dispatch-shapes"));
         std::fs::create_dir_all(dir.join("pki")).unwrap();
-        for f in ["ca.crt", "admin.crt", "admin.key", "viewer.crt", "viewer.key"] {
+        for f in ["ca.crt", "admin.crt", "admin.key", "viewer.crt", "viewer.key", "no-lease.crt", "no-lease.key"] {
             std::fs::copy(c.state_dir.join("pki").join(f), dir.join("pki").join(f)).unwrap();
         }
         for (name, text) in PLUGINS {
@@ -82,7 +85,7 @@ impl Shapes {
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
         c.apply(&super::fixtures::lease(LEASE_NS, LEASE, Some(HOLDER), Some(0), Some(3600)));
-        Shapes { dir, server: c.env["APISERVER_URL"].clone() }
+        Shapes { cwd: dir.clone(), dir, server: c.env["APISERVER_URL"].clone() }
     }
 
     pub fn path(&self, name: &str) -> String {
@@ -140,7 +143,7 @@ impl Shapes {
         // The same environment as [`Shapes::command`] gives kubectl.
         let plain = self.command(&[], env);
         let mut script = Command::new("script");
-        script.args(["-qec", &line.join(" "), "/dev/null"]).current_dir(&self.dir).stdin(Stdio::null());
+        script.args(["-qec", &line.join(" "), "/dev/null"]).current_dir(&self.cwd).stdin(Stdio::null());
         for (k, v) in plain.get_envs() {
             match v {
                 Some(v) => script.env(k, v),
@@ -154,7 +157,7 @@ impl Shapes {
     pub fn command(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
         let mut cmd = Command::new("kubectl");
         cmd.args(args)
-            .current_dir(&self.dir)
+            .current_dir(&self.cwd)
             .env("PATH", plugin_path())
             .env("RUST_BACKTRACE", "1")
             .env_remove("KUBECONFIG")

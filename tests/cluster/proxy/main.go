@@ -156,14 +156,16 @@ func (p *proxy) valid(user, password string) bool {
 		subtle.ConstantTimeCompare([]byte(password), []byte(p.password)) == 1
 }
 
-// loopback maps ADDR (host:port) to a loopback IP:port, or fails: only loopback IPs and
-// the name localhost (taken as 127.0.0.1, no DNS) are allowed.
+// loopback maps ADDR (host:port) to a loopback IP:port, or fails: only loopback IPs, the name
+// localhost and names under .test (each taken as 127.0.0.1, no DNS) are allowed.
 func loopback(addr string) (string, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "", err
 	}
-	if strings.EqualFold(host, "localhost") {
+	// localhost, and names under .test (reserved for testing, RFC 6761), stand for this
+	// machine: no DNS is asked. A client that reaches dispatch.test did so through the proxy.
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".test") {
 		host = "127.0.0.1"
 	}
 	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
@@ -186,8 +188,9 @@ func (p *proxy) dial(ctx context.Context, what, addr string) (net.Conn, error) {
 		p.record("FAILED %s %s: %v", what, target, err)
 		return nil, err
 	}
-	p.record("%s %s", what, target)
-	return &counted{Conn: c, p: p, what: what, target: target}, nil
+	// The address as the client asked for it (a name under .test stays a name).
+	p.record("%s %s", what, addr)
+	return &counted{Conn: c, p: p, what: what, target: addr}, nil
 }
 
 // counted is a tunnel's connection to its target, counting the bytes each way; closing it
@@ -319,11 +322,13 @@ func (w socksLog) Write(b []byte) (int, error) {
 	return os.Stderr.Write(b)
 }
 
-// socksResolver resolves localhost only, without DNS; other names are refused.
+// socksResolver resolves localhost and names under .test to 127.0.0.1, without DNS (the
+// client asked the proxy to resolve them); other names are refused.
 type socksResolver struct{ p *proxy }
 
 func (r socksResolver) Resolve(ctx context.Context, name string) (context.Context, net.IP, error) {
-	if strings.EqualFold(name, "localhost") {
+	if strings.EqualFold(name, "localhost") || strings.HasSuffix(strings.ToLower(name), ".test") {
+		r.p.record("RESOLVED %s", name)
 		return ctx, net.IPv4(127, 0, 0, 1), nil
 	}
 	r.p.record("REFUSED SOCKS5 %s (not loopback)", name)
