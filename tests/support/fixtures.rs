@@ -159,6 +159,18 @@ impl Scenario {
         .concat()
     }
 
+    /// The Kueue side of a healthy gate (the Active check, the ClusterQueue listing it, the
+    /// LocalQueue) and the Lease's namespace, but no Lease: a leader election creates it.
+    pub fn queue_yaml(&self) -> String {
+        [
+            admission_check(&self.check, &self.controller, Some(true)),
+            cluster_queue(&self.cq, &[&self.check]),
+            local_queue(&self.ns, &self.lq, &self.cq),
+            namespace(&self.lease_ns),
+        ]
+        .concat()
+    }
+
     /// `--controller-name`, `--lease` and extra args, for a gate or lease call on this scenario.
     pub fn args<'a>(&'a self, verb: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
         let mut v = vec![verb, "--controller-name", self.controller.as_str(), "--lease", self.lease.as_str()];
