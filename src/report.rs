@@ -104,11 +104,35 @@ pub struct GateDocument {
 #[serde(rename_all = "camelCase")]
 pub struct ChainDoc {
     pub cluster_queue: Option<String>,
+    /// The AdmissionCheck judged; with several, the one that decides (else the first by name).
     pub admission_check: Option<String>,
+    /// Every AdmissionCheck checks 2 and 3 judged, by name.
+    pub admission_checks: Vec<String>,
+    /// How the ClusterQueue lists dispatch's checks: Kueue's admissionChecksStrategy rules.
+    pub admission_check_rules: Vec<RuleDoc>,
+    /// Kueue's own Active condition on the ClusterQueue; `null` when it has none or was not read.
+    pub cluster_queue_active: Option<ConditionDoc>,
     pub verdict: Verdict,
     pub mode: &'static str,
     pub reason: Option<String>,
     pub checks: Vec<CheckDoc>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RuleDoc {
+    pub name: String,
+    /// The ResourceFlavors the check runs for; empty means every flavor.
+    pub on_flavors: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConditionDoc {
+    pub status: String,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    pub last_transition_time: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -230,6 +254,18 @@ fn chain_doc(c: &Chain) -> ChainDoc {
     ChainDoc {
         cluster_queue: c.cluster_queue.clone(),
         admission_check: c.admission_check.clone(),
+        admission_checks: c.admission_checks.clone(),
+        admission_check_rules: c
+            .rules
+            .iter()
+            .map(|r| RuleDoc { name: r.name.clone(), on_flavors: r.on_flavors.clone() })
+            .collect(),
+        cluster_queue_active: c.cluster_queue_active.as_ref().map(|a| ConditionDoc {
+            status: a.status.clone(),
+            reason: a.reason.clone(),
+            message: a.message.clone(),
+            last_transition_time: a.last_transition.map(seconds),
+        }),
         verdict: c.verdict,
         mode: c.verdict.mode(),
         reason: c.reason.clone(),

@@ -259,3 +259,191 @@ fn waiting_workloads_follow_the_namespace_scope() {
     assert_eq!(row[..5], [s.ns.as_str(), "w-1", s.cq.as_str(), s.check.as_str(), "Pending"], "{}", table.stdout);
     assert_eq!(row.last(), Some(&"first"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Kueue's remaining shapes: several of dispatch's checks on one ClusterQueue, onFlavors, and
+// Kueue's own Active condition on the ClusterQueue
+// ---------------------------------------------------------------------------------------------
+
+/// The chain of checks as the operator compares them: everything but the Lease's ages.
+fn chain_without_ages(json: &serde_json::Value) -> serde_json::Value {
+    let mut chain = json["chains"][0].clone();
+    chain["checks"].as_array_mut().unwrap().truncate(3);
+    chain
+}
+
+#[test]
+fn several_of_dispatchs_checks_on_one_cluster_queue_are_each_judged_in_either_order() {
+    let c = Cluster::shared();
+    let s = Scenario::new("several");
+    c.apply(&s.healthy_yaml());
+    let gpu = format!("{}-gpu", s.check);
+    c.apply(&fixtures::admission_check(&gpu, &s.controller, Some(false)));
+    let by_name = [s.check.as_str(), gpu.as_str()];
+    let reason = format!("AdmissionCheck {gpu} is not Active (Active=False, ControllerDown: The controller stopped)");
+
+    let mut chains = Vec::new();
+    for listed in [[gpu.as_str(), s.check.as_str()], by_name] {
+        c.kubectl_ok(&["delete", "clusterqueue", &s.cq, "--ignore-not-found"], None);
+        c.apply(&fixtures::cluster_queue(&s.cq, &listed));
+        let stored = c.kubectl_ok(
+            &["get", "clusterqueue", &s.cq, "-o", "jsonpath={.spec.admissionChecksStrategy.admissionChecks[*].name}"],
+            None,
+        );
+        assert_eq!(stored, listed.join(" "), "the ClusterQueue lists them in this order");
+        let run = gate(c, &s, &[]);
+        run.expect_code(3);
+        run.expect_line(&format!("ClusterQueue {}, AdmissionChecks {}, {gpu}, Lease {}", s.cq, s.check, s.lease));
+        run.expect_line(&format!("ReadmissionGate: no (observe-only): {reason}"));
+        assert!(!run.stdout.contains("none found"), "{}", run.stdout);
+        let json = gate(c, &s, &["-o", "json"]).json();
+        assert_eq!(json["chains"].as_array().unwrap().len(), 1, "one chain for the ClusterQueue: {json}");
+        let chain = &json["chains"][0];
+        assert_eq!(chain["admissionChecks"], serde_json::json!(by_name));
+        assert_eq!(chain["admissionCheck"], gpu.as_str(), "the check that decides");
+        assert_eq!(chain["checks"][1]["result"], "pass");
+        assert_eq!(
+            chain["checks"][1]["detail"],
+            format!("{} names {}; {gpu} names {}", s.check, s.controller, s.controller)
+        );
+        assert_eq!(chain["checks"][2]["reason"], reason.as_str());
+        chains.push(chain_without_ages(&json));
+    }
+    assert_eq!(chains[0], chains[1], "the ClusterQueue's order changes nothing");
+
+    // A ClusterQueue that is not there: both checks are still judged, never "none found".
+    let run = gate(c, &s, &["--cluster-queue", &format!("{}-nope", s.cq), "-o", "json"]);
+    run.expect_code(3);
+    assert!(!run.stdout.contains("none found"), "{}", run.stdout);
+    assert_eq!(run.json()["chains"][0]["admissionChecks"], serde_json::json!(by_name));
+
+    // Both Active: yes.
+    c.apply(&fixtures::admission_check(&gpu, &s.controller, Some(true)));
+    gate(c, &s, &[]).expect_code(0).expect_line("ReadmissionGate: yes (the adapter writes)");
+}
+
+#[test]
+fn on_flavors_show_in_the_detail_of_check_1() {
+    let c = Cluster::shared();
+    let s = Scenario::new("flavors");
+    c.apply(&s.healthy_yaml());
+    let flavors: &[&str] = &["default-flavor", "gpu-a100"];
+    c.apply(&fixtures::cluster_queue_with("v1beta2", &s.cq, &[(&s.check, flavors), ("provisioning", &[])], None));
+    let run = gate(c, &s, &[]);
+    run.expect_code(0);
+    let row = run.lines().into_iter().find(|l| l.starts_with("1 ")).unwrap().to_string();
+    assert!(
+        row.ends_with(&format!("   pass     {} lists {} (onFlavors: default-flavor, gpu-a100)", s.cq, s.check)),
+        "{row}"
+    );
+    let json = gate(c, &s, &["-o", "json"]).json();
+    assert_eq!(
+        json["chains"][0]["admissionCheckRules"],
+        serde_json::json!([{"name": s.check, "onFlavors": flavors}]),
+        "dispatch's rules only"
+    );
+}
+
+#[test]
+fn kueues_active_condition_on_the_cluster_queue_shows_beside_check_3() {
+    let c = Cluster::shared();
+    let s = Scenario::new("cq-active");
+    c.apply(&s.healthy_yaml());
+    // dispatch's check is down, and Kueue has stopped the ClusterQueue because of it.
+    c.apply(&fixtures::admission_check(&s.check, &s.controller, Some(false)));
+    let message = format!("Can't admit new workloads: references inactive AdmissionCheck(s): {}.", s.check);
+    let rules: &[(&str, &[&str])] = &[(&s.check, &[])];
+    c.apply(&fixtures::cluster_queue_with(
+        "v1beta2",
+        &s.cq,
+        rules,
+        Some(("False", "AdmissionCheckInactive", &message)),
+    ));
+    let run = gate(c, &s, &[]);
+    run.expect_code(3).expect_line(&format!(
+        "ReadmissionGate: no (observe-only): AdmissionCheck {} is not Active (Active=False, ControllerDown: The controller stopped)",
+        s.check
+    ));
+    let row = run.lines().into_iter().find(|l| l.starts_with("3 ")).unwrap().to_string();
+    assert!(
+        row.ends_with(&format!(
+            "   fail     Active=False, ControllerDown: The controller stopped; ClusterQueue {}: Active=False, AdmissionCheckInactive: {message}",
+            s.cq
+        )),
+        "{row}"
+    );
+    let json = gate(c, &s, &["-o", "json"]).json();
+    let active = &json["chains"][0]["clusterQueueActive"];
+    assert_eq!(active["status"], "False", "{active}");
+    assert_eq!(active["reason"], "AdmissionCheckInactive", "{active}");
+    assert_eq!(active["message"], message.as_str(), "{active}");
+    assert!(active["lastTransitionTime"].is_string(), "{active}");
+
+    // Kueue stopped the ClusterQueue for its own reasons: shown, and dispatch's gate still holds.
+    c.apply(&fixtures::admission_check(&s.check, &s.controller, Some(true)));
+    c.apply(&fixtures::cluster_queue_with(
+        "v1beta2",
+        &s.cq,
+        rules,
+        Some(("False", "Stopped", "Can't admit new workloads: is stopped.")),
+    ));
+    let run = gate(c, &s, &[]);
+    run.expect_code(0).expect_line("ReadmissionGate: yes (the adapter writes)");
+    assert!(
+        run.stdout.contains(&format!(
+            "; ClusterQueue {}: Active=False, Stopped: Can't admit new workloads: is stopped.",
+            s.cq
+        )),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn the_v1beta1_shapes_on_kueue_v0_14() {
+    // v0.14.0 serves v1beta1 only: spec.admissionChecks, and admissionChecksStrategy with
+    // onFlavors, each with Kueue's Active condition.
+    let c = Cluster::start("v0.14.0");
+    let s = Scenario::new("v1beta1");
+    let gpu = format!("{}-gpu", s.check);
+    let flavored = format!("{}-flavored", s.cq);
+    let message = format!("Can't admit new workloads: references inactive AdmissionCheck(s): {gpu}.");
+    let flavors: &[&str] = &["gpu-a100"];
+    c.apply(
+        &[
+            fixtures::admission_check_of("v1beta1", &s.check, &s.controller, Some(true)),
+            fixtures::admission_check_of("v1beta1", &gpu, &s.controller, Some(false)),
+            fixtures::cluster_queue_v1beta1(
+                &s.cq,
+                &[&gpu, &s.check],
+                Some(("False", "AdmissionCheckInactive", &message)),
+            ),
+            fixtures::cluster_queue_with(
+                "v1beta1",
+                &flavored,
+                &[(&s.check, flavors)],
+                Some(("True", "Ready", "Can admit new workloads")),
+            ),
+            fixtures::lease(&s.lease_ns, &s.lease_name, Some("pod-1_a"), Some(1), Some(15)),
+        ]
+        .concat(),
+    );
+    let run = gate(&c, &s, &["-o", "json"]);
+    run.expect_code(3);
+    let json = run.json();
+    let chains = json["chains"].as_array().unwrap();
+    let queues: Vec<&str> = chains.iter().map(|c| c["clusterQueue"].as_str().unwrap()).collect();
+    assert_eq!(queues, [s.cq.as_str(), flavored.as_str()]);
+    assert_eq!(chains[0]["admissionChecks"], serde_json::json!([s.check, gpu]));
+    assert_eq!(
+        chains[0]["reason"],
+        format!("AdmissionCheck {gpu} is not Active (Active=False, ControllerDown: The controller stopped)")
+    );
+    assert_eq!(chains[0]["clusterQueueActive"]["reason"], "AdmissionCheckInactive");
+    assert_eq!(chains[0]["clusterQueueActive"]["message"], message.as_str());
+    assert_eq!(chains[1]["verdict"], "yes");
+    assert_eq!(chains[1]["checks"][0]["detail"], format!("{flavored} lists {} (onFlavors: gpu-a100)", s.check));
+    assert_eq!(chains[1]["admissionCheckRules"], serde_json::json!([{"name": s.check, "onFlavors": flavors}]));
+    assert_eq!(chains[1]["clusterQueueActive"]["reason"], "Ready");
+    c.stop();
+}

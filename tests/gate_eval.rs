@@ -14,7 +14,9 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kubectl_dispatch::cluster::wire::{self, WireClusterQueue};
 use kubectl_dispatch::core::fetched::{Denied, Fetched};
 use kubectl_dispatch::core::gate::{self, Chain, CheckKind, GateFacts, GateReport, GateSettings, Outcome};
-use kubectl_dispatch::core::kueue::{AdmissionCheck, CheckState, ClusterQueue, Condition, LocalQueue, Workload};
+use kubectl_dispatch::core::kueue::{
+    AdmissionCheck, CheckRule, CheckState, ClusterQueue, Condition, LocalQueue, Workload,
+};
 use kubectl_dispatch::core::lease::{self, LeaseFacts, LeaseRef, LeaseState};
 use kubectl_dispatch::core::verdict::Verdict;
 use kubectl_dispatch::core::waiting::{self, Waiting, WaitingScope};
@@ -683,6 +685,223 @@ fn admission_check_list_forbidden_in_auto_discovery_is_unknown() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Kueue's remaining shapes: several of dispatch's checks on one ClusterQueue, onFlavors, and
+// Kueue's own Active condition on the ClusterQueue
+// ---------------------------------------------------------------------------------------------
+
+const GPU: &str = "dispatch-gpu";
+
+fn inactive(name: &str, reason: &str) -> AdmissionCheck {
+    ac(name, Some(CONTROLLER), Some(condition("False", Some(reason), Some("the controller stopped"))))
+}
+
+/// Every order of the ClusterQueue's list and of the AdmissionCheck list gives the same report.
+fn in_every_order(settings: &GateSettings, checks: &[&str], acs: Vec<AdmissionCheck>) -> GateReport {
+    let mut reports = Vec::new();
+    for listed in [checks.to_vec(), checks.iter().rev().copied().collect()] {
+        for acs in [acs.clone(), acs.iter().rev().cloned().collect()] {
+            let facts = GateFacts { cluster_queues: Fetched::Found(vec![cq("team-a", &listed)]), ..with_acs(acs) };
+            reports.push(evaluate(settings, &facts));
+        }
+    }
+    for r in &reports[1..] {
+        assert_eq!(r, &reports[0], "the report depends on the order of the lists");
+    }
+    reports.remove(0)
+}
+
+#[test]
+fn several_of_dispatchs_checks_on_one_cluster_queue_are_each_judged_in_any_order() {
+    // Both Active: one chain for the ClusterQueue, both checks judged, yes.
+    let report = in_every_order(
+        &GateSettings::default(),
+        &[GPU, CHECK],
+        vec![dispatch_ac(), ac(GPU, Some(CONTROLLER), active_true())],
+    );
+    assert_eq!(report.chains.len(), 1);
+    let chain = &report.chains[0];
+    assert_eq!(chain.verdict, Verdict::Yes);
+    assert_eq!(chain.admission_checks, [CHECK, GPU]);
+    assert_eq!(chain.admission_check.as_deref(), Some(CHECK), "with nothing failing, the first by name");
+    assert_eq!(chain.checks[0].detail, "team-a lists dispatch and dispatch-gpu");
+    assert_eq!(chain.checks[1].detail, "dispatch names dispatch-admission; dispatch-gpu names dispatch-admission");
+    assert_eq!(
+        chain.checks[2].detail,
+        "dispatch: Active=True, Active: the controller is ready; dispatch-gpu: Active=True, Active: the controller is ready"
+    );
+    assert_eq!(report.dispatch_checks, BTreeSet::from([CHECK.to_string(), GPU.to_string()]));
+
+    // One not Active: the ClusterQueue's chain fails on it, whichever order either list has.
+    let report = in_every_order(&GateSettings::default(), &[CHECK, GPU], vec![dispatch_ac(), inactive(GPU, "Stopped")]);
+    let chain = &report.chains[0];
+    let reason = "AdmissionCheck dispatch-gpu is not Active (Active=False, Stopped: the controller stopped)";
+    assert_eq!((chain.verdict, chain.reason.as_deref()), (Verdict::No, Some(reason)));
+    assert_eq!(chain.admission_check.as_deref(), Some(GPU), "the check that decides");
+    assert_eq!(chain.checks[1].outcome, pass());
+    assert_eq!(chain.checks[2].outcome, fail(reason));
+    assert_eq!(
+        chain.checks[2].detail,
+        "dispatch: Active=True, Active: the controller is ready; dispatch-gpu: Active=False, Stopped: the controller stopped"
+    );
+
+    // Both down: the first by name gives the reason.
+    let report = in_every_order(
+        &GateSettings::default(),
+        &[GPU, CHECK],
+        vec![inactive(GPU, "Stopped"), inactive(CHECK, "Down")],
+    );
+    assert_eq!(
+        report.chains[0].reason.as_deref(),
+        Some("AdmissionCheck dispatch is not Active (Active=False, Down: the controller stopped)")
+    );
+    assert_eq!(report.chains[0].admission_check.as_deref(), Some(CHECK));
+
+    // A ClusterQueue listing one of them judges that one alone.
+    let facts = GateFacts {
+        cluster_queues: Fetched::Found(vec![cq("team-a", &[CHECK]), cq("team-gpu", &[GPU])]),
+        ..with_acs(vec![dispatch_ac(), inactive(GPU, "Stopped")])
+    };
+    let report = evaluate(&GateSettings::default(), &facts);
+    let judged: Vec<_> = report.chains.iter().map(|c| (c.admission_checks.clone(), c.verdict)).collect();
+    assert_eq!(judged, [(vec![CHECK.to_string()], Verdict::Yes), (vec![GPU.to_string()], Verdict::No)]);
+}
+
+#[test]
+fn with_several_of_dispatchs_checks_the_detail_never_says_none_found() {
+    let acs = vec![dispatch_ac(), inactive(GPU, "Stopped")];
+    let cases: Vec<(&str, GateSettings, GateFacts)> = vec![
+        (
+            "no ClusterQueue lists them",
+            GateSettings::default(),
+            GateFacts { cluster_queues: Fetched::Found(vec![cq("batch", &[])]), ..with_acs(acs.clone()) },
+        ),
+        ("the named ClusterQueue does not exist", named_cq(&["team-z"]), with_acs(acs.clone())),
+        (
+            "the named ClusterQueue lists none of them",
+            named_cq(&["batch"]),
+            GateFacts { cluster_queues: Fetched::Found(vec![cq("batch", &["provisioning"])]), ..with_acs(acs.clone()) },
+        ),
+        (
+            "the ClusterQueue list is forbidden",
+            GateSettings::default(),
+            GateFacts { cluster_queues: forbidden(CQ_RULE), ..with_acs(acs.clone()) },
+        ),
+    ];
+    for (name, settings, facts) in cases {
+        let report = evaluate(&settings, &facts);
+        let chain = &report.chains[0];
+        for check in &chain.checks {
+            assert!(
+                !check.detail.contains("none found") && !check.detail.contains("no AdmissionCheck identified"),
+                "{name}: {check:?}"
+            );
+            assert!(!matches!(&check.outcome, Outcome::Fail(r) if r.contains("none found")), "{name}: {check:?}");
+        }
+        assert_eq!(chain.admission_checks, [CHECK, GPU], "{name}: both are judged");
+        assert_eq!(
+            chain.checks[1].detail, "dispatch names dispatch-admission; dispatch-gpu names dispatch-admission",
+            "{name}"
+        );
+        assert_eq!(
+            chain.checks[2].outcome,
+            fail("AdmissionCheck dispatch-gpu is not Active (Active=False, Stopped: the controller stopped)"),
+            "{name}"
+        );
+        assert_ne!(chain.verdict, Verdict::Yes, "{name}");
+    }
+    // "none found" is kept for when there is none.
+    let report = evaluate(&GateSettings::default(), &with_acs(vec![]));
+    assert_eq!(report.chains[0].checks[1].outcome, fail(NO_AC_TO_JUDGE));
+}
+
+#[test]
+fn on_flavors_show_in_the_detail_of_check_1() {
+    let mut queue = cq("team-a", &[GPU, CHECK, "provisioning"]);
+    queue.admission_checks[0].on_flavors = vec!["gpu-a".into(), "gpu-b".into()];
+    queue.admission_checks[2].on_flavors = vec!["spot".into()];
+    let facts = GateFacts {
+        cluster_queues: Fetched::Found(vec![queue]),
+        ..with_acs(vec![dispatch_ac(), ac(GPU, Some(CONTROLLER), active_true())])
+    };
+    let chain = &evaluate(&GateSettings::default(), &facts).chains[0];
+    assert_eq!(chain.checks[0].outcome, pass());
+    assert_eq!(chain.checks[0].detail, "team-a lists dispatch and dispatch-gpu (onFlavors: gpu-a, gpu-b)");
+    assert_eq!(
+        chain.rules,
+        [
+            CheckRule { name: CHECK.into(), on_flavors: vec![] },
+            CheckRule { name: GPU.into(), on_flavors: vec!["gpu-a".into(), "gpu-b".into()] },
+        ],
+        "dispatch's rules only, by name"
+    );
+    assert_eq!(chain.verdict, Verdict::Yes, "onFlavors narrows which Workloads wait, not whether the gate holds");
+
+    let mut one = cq("team-b", &[CHECK]);
+    one.admission_checks[0].on_flavors = vec!["default-flavor".into()];
+    let chain = &evaluate(&GateSettings::default(), &with_cqs(vec![one])).chains[0];
+    assert_eq!(chain.checks[0].detail, "team-b lists dispatch (onFlavors: default-flavor)");
+}
+
+#[test]
+fn kueues_active_condition_on_the_cluster_queue_shows_beside_check_3_and_does_not_decide() {
+    let kueue_says = |status: &str, reason: &str, message: &str| {
+        let mut queue = cq("team-a", &[CHECK]);
+        queue.active = Some(condition(status, Some(reason), Some(message)));
+        queue
+    };
+    // Kueue stops the ClusterQueue because dispatch's check is not Active: check 3 fails on the
+    // check itself, and Kueue's reason is beside it.
+    let facts = GateFacts {
+        cluster_queues: Fetched::Found(vec![kueue_says(
+            "False",
+            "AdmissionCheckInactive",
+            "Can't admit new workloads: references inactive AdmissionCheck(s): dispatch.",
+        )]),
+        ..with_acs(vec![inactive(CHECK, "Stopped")])
+    };
+    let chain = &evaluate(&GateSettings::default(), &facts).chains[0];
+    assert_eq!(
+        chain.checks[2].outcome,
+        fail("AdmissionCheck dispatch is not Active (Active=False, Stopped: the controller stopped)")
+    );
+    assert_eq!(
+        chain.checks[2].detail,
+        "Active=False, Stopped: the controller stopped; ClusterQueue team-a: Active=False, AdmissionCheckInactive: Can't admit new workloads: references inactive AdmissionCheck(s): dispatch."
+    );
+    assert_eq!(chain.cluster_queue_active.as_ref().map(|c| c.reason.as_deref()), Some(Some("AdmissionCheckInactive")));
+
+    // Kueue stopped the ClusterQueue for its own reasons: shown, but dispatch's gate holds.
+    let facts = with_cqs(vec![kueue_says("False", "Stopped", "Can't admit new workloads: is stopped.")]);
+    let report = evaluate(&GateSettings::default(), &facts);
+    assert_eq!(report.verdict, Verdict::Yes);
+    assert_eq!(report.chains[0].checks[2].outcome, pass());
+    assert_eq!(
+        report.chains[0].checks[2].detail,
+        "Active=True, Active: the controller is ready; ClusterQueue team-a: Active=False, Stopped: Can't admit new workloads: is stopped."
+    );
+
+    // Ready, and beside a check that could not be read.
+    let facts = GateFacts {
+        cluster_queues: Fetched::Found(vec![kueue_says("True", "Ready", "Can admit new workloads")]),
+        admission_checks: forbidden(AC_RULE),
+        lease: fresh_lease(),
+    };
+    let chain = &evaluate(&named_cq(&["team-a"]), &facts).chains[0];
+    assert_eq!(chain.checks[2].outcome, unknown(AC_RULE));
+    assert_eq!(
+        chain.checks[2].detail,
+        "may not read AdmissionChecks; ClusterQueue team-a: Active=True, Ready: Can admit new workloads"
+    );
+
+    // A ClusterQueue Kueue has not reported on shows nothing more.
+    let chain = &evaluate(&GateSettings::default(), &healthy()).chains[0];
+    assert_eq!(
+        (chain.checks[2].detail.as_str(), &chain.cluster_queue_active),
+        ("Active=True, Active: the controller is ready", &None)
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
 // The wire layer: both ClusterQueue shapes become one
 // ---------------------------------------------------------------------------------------------
 
@@ -726,7 +945,51 @@ fn v1beta2_cluster_queues_list_checks_in_the_strategy() {
             }
         }"#,
     );
-    assert_eq!(q, cq("team-b", &["dispatch", "provisioning"]));
+    let mut want = cq("team-b", &["dispatch", "provisioning"]);
+    want.admission_checks[0].on_flavors = vec!["default".into()];
+    assert_eq!(q, want);
+}
+
+#[test]
+fn v1beta1_strategies_keep_on_flavors_and_the_status_gives_kueues_active_condition() {
+    // v1beta1 has admissionChecksStrategy too (Kueue refuses it beside spec.admissionChecks).
+    let q = wire_cq(
+        r#"{
+            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "kind": "ClusterQueue",
+            "metadata": {"name": "team-c"},
+            "spec": {
+                "admissionChecksStrategy": {
+                    "admissionChecks": [{"name": "dispatch-gpu", "onFlavors": ["gpu-a", "gpu-b"]}, {"name": "dispatch"}]
+                }
+            },
+            "status": {
+                "pendingWorkloads": 2,
+                "conditions": [
+                    {"type": "Other", "status": "True", "reason": "X", "message": "y", "lastTransitionTime": "2026-11-30T11:00:00Z"},
+                    {"type": "Active", "status": "False", "reason": "AdmissionCheckInactive",
+                     "message": "Can't admit new workloads: references inactive AdmissionCheck(s): dispatch-gpu.",
+                     "lastTransitionTime": "2026-11-30T11:00:00Z", "observedGeneration": 3}
+                ]
+            }
+        }"#,
+    );
+    assert_eq!(
+        q.admission_checks,
+        [
+            CheckRule { name: "dispatch-gpu".into(), on_flavors: vec!["gpu-a".into(), "gpu-b".into()] },
+            CheckRule { name: "dispatch".into(), on_flavors: vec![] },
+        ]
+    );
+    assert_eq!(
+        q.active,
+        Some(Condition {
+            status: "False".into(),
+            reason: Some("AdmissionCheckInactive".into()),
+            message: Some("Can't admit new workloads: references inactive AdmissionCheck(s): dispatch-gpu.".into()),
+            last_transition: Some("2026-11-30T11:00:00Z".parse().unwrap()),
+        })
+    );
 }
 
 #[test]

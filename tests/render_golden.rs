@@ -330,6 +330,45 @@ fn gate_several_cluster_queues() {
 }
 
 #[test]
+fn gate_kueue_shapes() {
+    // team-a lists two of dispatch's checks, one only for GPU flavors and not Active, and Kueue
+    // has stopped admitting there because of it; team-b is Ready by Kueue's account.
+    let kueue_active = |status: &str, reason: &str, message: &str| {
+        Some(Condition {
+            status: status.into(),
+            reason: Some(reason.into()),
+            message: Some(message.into()),
+            last_transition: Some(ago(20 * 60, 0)),
+        })
+    };
+    let mut team_a = cq("team-a", &["dispatch-gpu", CHECK, "provisioning"]);
+    team_a.admission_checks[0].on_flavors = vec!["gpu-a100".into(), "gpu-h100".into()];
+    team_a.active = kueue_active(
+        "False",
+        "AdmissionCheckInactive",
+        "Can't admit new workloads: references inactive AdmissionCheck(s): dispatch-gpu.",
+    );
+    let mut team_b = cq("team-b", &[CHECK]);
+    team_b.active = kueue_active("True", "Ready", "Can admit new workloads");
+    let facts = GateFacts {
+        cluster_queues: Fetched::Found(vec![team_b, team_a]),
+        admission_checks: Fetched::Found(vec![
+            dispatch_ac(),
+            ac("dispatch-gpu", "False", "ControllerNotReady", "no member cluster offers nvidia.com/gpu"),
+            AdmissionCheck {
+                name: "provisioning".into(),
+                controller_name: Some("kueue.x-k8s.io/provisioning-request".into()),
+                active: None,
+            },
+        ]),
+        lease: Fetched::Found(lease_facts(9, 0)),
+    };
+    let mut gpu = workload("ml", "finetune-gpu-2", Some("team-a"), check("Pending", "", 20 * 60));
+    gpu.checks[0].name = "dispatch-gpu".into();
+    gate_golden("gate-kueue-shapes", GateInput::new(facts, vec![gpu]));
+}
+
+#[test]
 fn gate_lease_missing() {
     gate_golden(
         "gate-lease-missing",
@@ -425,6 +464,7 @@ fn every_golden_file_is_rendered_by_a_test() {
         "gate-stale",
         "gate-lease-forbidden",
         "gate-several",
+        "gate-kueue-shapes",
         "gate-lease-missing",
         "gate-not-listed",
         "lease-fresh",

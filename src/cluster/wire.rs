@@ -6,9 +6,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::core::object::{NotUsed, Object};
 use serde::Deserialize;
 
-use crate::core::kueue::{AdmissionCheck, CheckState, ClusterQueue, Condition, LocalQueue, Workload};
+use crate::core::kueue::{AdmissionCheck, CheckRule, CheckState, ClusterQueue, Condition, LocalQueue, Workload};
 
-pub type WireClusterQueue = Object<ClusterQueueSpec, NotUsed>;
+pub type WireClusterQueue = Object<ClusterQueueSpec, ClusterQueueStatus>;
 pub type WireAdmissionCheck = Object<AdmissionCheckSpec, AdmissionCheckStatus>;
 pub type WireLocalQueue = Object<LocalQueueSpec, NotUsed>;
 pub type WireWorkload = Object<WorkloadSpec, WorkloadStatus>;
@@ -28,9 +28,16 @@ struct Strategy {
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
+#[serde(default, rename_all = "camelCase")]
 struct StrategyRule {
     name: String,
+    on_flavors: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct ClusterQueueStatus {
+    conditions: Vec<WireCondition>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -111,17 +118,25 @@ impl From<&WireCondition> for Condition {
 }
 
 pub fn cluster_queue(o: &WireClusterQueue) -> ClusterQueue {
-    let mut checks: Vec<String> = o.spec.admission_checks.clone();
+    let mut checks: Vec<CheckRule> =
+        o.spec.admission_checks.iter().map(|name| CheckRule { name: name.clone(), on_flavors: Vec::new() }).collect();
     if let Some(s) = &o.spec.admission_checks_strategy {
-        checks.extend(s.admission_checks.iter().map(|r| r.name.clone()));
+        checks.extend(
+            s.admission_checks.iter().map(|r| CheckRule { name: r.name.clone(), on_flavors: r.on_flavors.clone() }),
+        );
     }
     let mut seen = std::collections::BTreeSet::new();
-    checks.retain(|c| seen.insert(c.clone()));
-    ClusterQueue { name: name_of(o), admission_checks: checks }
+    checks.retain(|c| seen.insert(c.name.clone()));
+    let active = o.status.as_ref().and_then(|s| active(&s.conditions));
+    ClusterQueue { name: name_of(o), admission_checks: checks, active }
+}
+
+fn active(conditions: &[WireCondition]) -> Option<Condition> {
+    conditions.iter().find(|c| c.type_ == "Active").map(Condition::from)
 }
 
 pub fn admission_check(o: &WireAdmissionCheck) -> AdmissionCheck {
-    let active = o.status.as_ref().and_then(|s| s.conditions.iter().find(|c| c.type_ == "Active")).map(Condition::from);
+    let active = o.status.as_ref().and_then(|s| active(&s.conditions));
     AdmissionCheck { name: name_of(o), controller_name: o.spec.controller_name.clone(), active }
 }
 

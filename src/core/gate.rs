@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use k8s_openapi::jiff::Timestamp;
 
 use super::fetched::Fetched;
-use super::kueue::{AdmissionCheck, ClusterQueue};
+use super::kueue::{AdmissionCheck, CheckRule, ClusterQueue, Condition};
 use super::lease::{self, LeaseAssessment, LeaseFacts, LeaseRef, LeaseState};
 use super::verdict::Verdict;
 
@@ -109,7 +109,17 @@ pub struct Check {
 pub struct Chain {
     /// `None` when no ClusterQueue matched (check 1 then says what was looked for).
     pub cluster_queue: Option<String>,
+    /// The AdmissionCheck the chain is about: the one judged, or with several, the one whose
+    /// failure decides (else the first by name). `None` when none could be identified.
     pub admission_check: Option<String>,
+    /// Every AdmissionCheck that checks 2 and 3 judged, by name.
+    pub admission_checks: Vec<String>,
+    /// How the ClusterQueue lists those of dispatch's checks it lists (with their onFlavors),
+    /// by name; empty when it lists none or could not be read.
+    pub rules: Vec<CheckRule>,
+    /// Kueue's own `Active` condition on the ClusterQueue, shown beside check 3. It does not
+    /// decide: it says whether Kueue admits anything there, not whether dispatch's gate holds.
+    pub cluster_queue_active: Option<Condition>,
     pub checks: Vec<Check>,
     pub verdict: Verdict,
     /// The deciding reason: the first failing check's, else the first unknown one's.
@@ -132,13 +142,9 @@ pub fn evaluate(settings: &GateSettings, facts: &GateFacts, now: Timestamp) -> G
     let heartbeat = heartbeat_check(&lease);
     let dispatch_checks = dispatch_checks(settings, &facts.admission_checks);
 
-    let chains: Vec<Chain> = targets(settings, facts, &dispatch_checks)
+    let chains: Vec<Chain> = subjects(settings, facts, &dispatch_checks)
         .into_iter()
-        .map(|target| {
-            let mut checks = link_checks(settings, facts, &target);
-            checks.push(heartbeat.clone());
-            finish(target.cluster_queue, target.admission_check, checks)
-        })
+        .map(|subject| chain(settings, facts, subject, heartbeat.clone()))
         .collect();
     let verdict = Verdict::worst(chains.iter().map(|c| c.verdict));
     GateReport { chains, lease, dispatch_checks, verdict }
@@ -161,17 +167,38 @@ pub fn dispatch_checks(settings: &GateSettings, admission_checks: &Fetched<Vec<A
         .unwrap_or_default()
 }
 
-/// A ClusterQueue to judge, and the AdmissionCheck to judge it with.
-struct Target {
+/// A ClusterQueue to judge, once check 1 is decided: what it found, and which AdmissionChecks
+/// checks 2 and 3 then judge. Every way of choosing ClusterQueues (named, discovered, a list
+/// that is forbidden or names none) ends in this one shape.
+struct Subject<'a> {
     cluster_queue: Option<String>,
-    admission_check: Option<String>,
-    /// Set when check 1 is already decided while choosing targets.
-    listed: Option<Outcome>,
-    listed_detail: String,
+    /// The ClusterQueue as read, when it was.
+    queue: Option<&'a ClusterQueue>,
+    /// Check 1.
+    listed: Check,
+    /// dispatch's checks the ClusterQueue lists, by name.
+    rules: Vec<CheckRule>,
+    /// The AdmissionChecks checks 2 and 3 judge, by name: those the ClusterQueue lists, else
+    /// every one of dispatch's (so a check that is missing or down still shows); empty when
+    /// none could be identified.
+    judged: Vec<String>,
 }
 
-fn targets(settings: &GateSettings, facts: &GateFacts, dispatch: &BTreeSet<String>) -> Vec<Target> {
-    let wanted = describe_wanted(settings);
+impl Subject<'_> {
+    /// A ClusterQueue that could not be read or is not there: check 1 says so, and checks 2 and
+    /// 3 judge every one of dispatch's checks.
+    fn unread(cluster_queue: Option<String>, listed: Outcome, detail: String, dispatch: &BTreeSet<String>) -> Self {
+        Subject {
+            cluster_queue,
+            queue: None,
+            listed: Check { kind: CheckKind::Listed, outcome: listed, detail },
+            rules: Vec::new(),
+            judged: dispatch.iter().cloned().collect(),
+        }
+    }
+}
+
+fn subjects<'a>(settings: &GateSettings, facts: &'a GateFacts, dispatch: &BTreeSet<String>) -> Vec<Subject<'a>> {
     let queues: &[ClusterQueue] = match &facts.cluster_queues {
         Fetched::Found(queues) => queues,
         // A list has no "missing"; read as empty.
@@ -184,11 +211,9 @@ fn targets(settings: &GateSettings, facts: &GateFacts, dispatch: &BTreeSet<Strin
             };
             return names
                 .into_iter()
-                .map(|cq| Target {
-                    cluster_queue: cq,
-                    admission_check: single(dispatch),
-                    listed: Some(Outcome::Unknown(denied.rule.clone())),
-                    listed_detail: "may not list ClusterQueues".into(),
+                .map(|cq| {
+                    let outcome = Outcome::Unknown(denied.rule.clone());
+                    Subject::unread(cq, outcome, "may not list ClusterQueues".into(), dispatch)
                 })
                 .collect();
         }
@@ -199,13 +224,11 @@ fn targets(settings: &GateSettings, facts: &GateFacts, dispatch: &BTreeSet<Strin
             .cluster_queues
             .iter()
             .map(|name| match queues.iter().find(|q| &q.name == name) {
-                None => Target {
-                    cluster_queue: Some(name.clone()),
-                    admission_check: single(dispatch),
-                    listed: Some(Outcome::Fail(format!("ClusterQueue {name} does not exist"))),
-                    listed_detail: format!("ClusterQueue {name} does not exist"),
-                },
-                Some(q) => named_target(q, settings, dispatch, facts),
+                None => {
+                    let reason = format!("ClusterQueue {name} does not exist");
+                    Subject::unread(Some(name.clone()), Outcome::Fail(reason.clone()), reason, dispatch)
+                }
+                Some(q) => listing(q, settings, dispatch, facts),
             })
             .collect();
     }
@@ -213,28 +236,17 @@ fn targets(settings: &GateSettings, facts: &GateFacts, dispatch: &BTreeSet<Strin
     // Without the AdmissionCheck list we cannot tell which listed check is dispatch's: judge
     // every queue that lists any (its first check then says unknown), rather than claim none.
     let blind = matches!(facts.admission_checks, Fetched::Forbidden(_)) && settings.admission_check.is_none();
-    let mut found: Vec<Target> = queues
+    let mut found: Vec<Subject> = queues
         .iter()
-        .filter(|q| {
-            if blind { !q.admission_checks.is_empty() } else { q.admission_checks.iter().any(|c| dispatch.contains(c)) }
-        })
-        .map(|q| named_target(q, settings, dispatch, facts))
+        .filter(|q| if blind { !q.admission_checks.is_empty() } else { q.check_names().any(|c| dispatch.contains(c)) })
+        .map(|q| listing(q, settings, dispatch, facts))
         .collect();
     found.sort_by(|a, b| a.cluster_queue.cmp(&b.cluster_queue));
     if found.is_empty() {
-        let reason = format!("no ClusterQueue lists {wanted}");
-        found.push(Target {
-            cluster_queue: None,
-            admission_check: single(dispatch).or_else(|| settings.admission_check.clone()),
-            listed: Some(Outcome::Fail(reason.clone())),
-            listed_detail: reason,
-        });
+        let reason = format!("no ClusterQueue lists {}", describe_wanted(settings));
+        found.push(Subject::unread(None, Outcome::Fail(reason.clone()), reason, dispatch));
     }
     found
-}
-
-fn single(names: &BTreeSet<String>) -> Option<String> {
-    (names.len() == 1).then(|| names.iter().next().cloned()).flatten()
 }
 
 fn describe_wanted(settings: &GateSettings) -> String {
@@ -244,56 +256,139 @@ fn describe_wanted(settings: &GateSettings) -> String {
     }
 }
 
-fn named_target(q: &ClusterQueue, settings: &GateSettings, dispatch: &BTreeSet<String>, facts: &GateFacts) -> Target {
-    let listed: Vec<&String> = q.admission_checks.iter().filter(|c| dispatch.contains(*c)).collect();
-    match listed.first() {
-        Some(check) => Target {
+/// Check 1 for a ClusterQueue that was read.
+fn listing<'a>(
+    q: &'a ClusterQueue,
+    settings: &GateSettings,
+    dispatch: &BTreeSet<String>,
+    facts: &GateFacts,
+) -> Subject<'a> {
+    let mut ours: Vec<CheckRule> = q.admission_checks.iter().filter(|r| dispatch.contains(&r.name)).cloned().collect();
+    // By name, not in the ClusterQueue's order: the same ClusterQueue gives the same chain.
+    ours.sort_by(|a, b| a.name.cmp(&b.name));
+    if !ours.is_empty() {
+        return Subject {
             cluster_queue: Some(q.name.clone()),
-            admission_check: Some((*check).clone()),
-            listed: None,
-            listed_detail: format!("{} lists {}", q.name, check),
-        },
-        None => {
-            let reason = format!("ClusterQueue {} does not list {}", q.name, describe_wanted(settings));
-            let lists = if q.admission_checks.is_empty() {
-                "it lists no AdmissionChecks".to_string()
+            queue: Some(q),
+            listed: Check {
+                kind: CheckKind::Listed,
+                outcome: Outcome::Pass,
+                detail: format!("{} lists {}", q.name, describe_rules(&ours)),
+            },
+            judged: ours.iter().map(|r| r.name.clone()).collect(),
+            rules: ours,
+        };
+    }
+    let reason = format!("ClusterQueue {} does not list {}", q.name, describe_wanted(settings));
+    let lists = if q.admission_checks.is_empty() {
+        "it lists no AdmissionChecks".to_string()
+    } else {
+        format!("it lists {}", q.check_names().collect::<Vec<_>>().join(", "))
+    };
+    // With the AC list forbidden we cannot tell which listed check is dispatch's.
+    let outcome = match (&facts.admission_checks, &settings.admission_check) {
+        (Fetched::Forbidden(d), None) if !q.admission_checks.is_empty() => Outcome::Unknown(d.rule.clone()),
+        _ => Outcome::Fail(reason),
+    };
+    Subject { queue: Some(q), ..Subject::unread(Some(q.name.clone()), outcome, lists, dispatch) }
+}
+
+/// `dispatch`, `dispatch (onFlavors: gpu-a, gpu-b)`, `a and b`, `a, b and c`.
+fn describe_rules(rules: &[CheckRule]) -> String {
+    let names: Vec<String> = rules
+        .iter()
+        .map(|r| {
+            if r.on_flavors.is_empty() {
+                r.name.clone()
             } else {
-                format!("it lists {}", q.admission_checks.join(", "))
-            };
-            // With the AC list forbidden we cannot tell which listed check is dispatch's.
-            let outcome = match (&facts.admission_checks, &settings.admission_check) {
-                (Fetched::Forbidden(d), None) if !q.admission_checks.is_empty() => Outcome::Unknown(d.rule.clone()),
-                _ => Outcome::Fail(reason),
-            };
-            Target {
-                cluster_queue: Some(q.name.clone()),
-                admission_check: single(dispatch).or_else(|| settings.admission_check.clone()),
-                listed: Some(outcome),
-                listed_detail: lists,
+                format!("{} (onFlavors: {})", r.name, r.on_flavors.join(", "))
             }
-        }
+        })
+        .collect();
+    match names.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
     }
 }
 
-/// Checks 1 to 3 for one target.
-fn link_checks(settings: &GateSettings, facts: &GateFacts, target: &Target) -> Vec<Check> {
-    let listed = Check {
-        kind: CheckKind::Listed,
-        outcome: target.listed.clone().unwrap_or(Outcome::Pass),
-        detail: target.listed_detail.clone(),
-    };
-    let (controller, active) = match (&target.admission_check, &facts.admission_checks) {
-        (_, Fetched::Forbidden(d)) => (unknown(CheckKind::Controller, d), unknown(CheckKind::Active, d)),
-        (None, _) => (not_identified(CheckKind::Controller, settings), not_identified(CheckKind::Active, settings)),
-        (Some(name), Fetched::Missing) => {
-            (missing_check(name, CheckKind::Controller), missing_check(name, CheckKind::Active))
+/// The whole chain for one subject: check 1 as decided, checks 2 and 3 over its AdmissionChecks,
+/// Kueue's view of the ClusterQueue beside check 3, and the shared heartbeat.
+fn chain(settings: &GateSettings, facts: &GateFacts, subject: Subject<'_>, heartbeat: Check) -> Chain {
+    let (controller, mut active, deciding) = link_checks(settings, facts, &subject.judged);
+    let cluster_queue_active = subject.queue.and_then(|q| q.active.clone());
+    if let (Some(c), Some(q)) = (&cluster_queue_active, subject.queue) {
+        active.detail = format!("{}; ClusterQueue {}: Active={}{}", active.detail, q.name, c.status, reason_suffix(c));
+    }
+    let checks = vec![subject.listed, controller, active, heartbeat];
+    let (verdict, reason) = decide(&checks);
+    Chain {
+        cluster_queue: subject.cluster_queue,
+        admission_check: deciding,
+        admission_checks: subject.judged,
+        rules: subject.rules,
+        cluster_queue_active,
+        checks,
+        verdict,
+        reason,
+    }
+}
+
+/// Checks 2 and 3 over the judged AdmissionChecks, and the one the chain is about. With
+/// several, each is judged; a check fails if it fails for any, and the first by name decides.
+fn link_checks(settings: &GateSettings, facts: &GateFacts, judged: &[String]) -> (Check, Check, Option<String>) {
+    let acs: &[AdmissionCheck] = match &facts.admission_checks {
+        Fetched::Forbidden(d) => {
+            return (unknown(CheckKind::Controller, d), unknown(CheckKind::Active, d), judged.first().cloned());
         }
-        (Some(name), Fetched::Found(acs)) => match acs.iter().find(|ac| &ac.name == name) {
-            None => (missing_check(name, CheckKind::Controller), missing_check(name, CheckKind::Active)),
-            Some(ac) => (controller_check(ac, settings), active_check(ac)),
-        },
+        Fetched::Found(acs) => acs,
+        Fetched::Missing => &[],
     };
-    vec![listed, controller, active]
+    if judged.is_empty() {
+        return (not_identified(CheckKind::Controller, settings), not_identified(CheckKind::Active, settings), None);
+    }
+    let each: Vec<(&str, Check, Check)> = judged
+        .iter()
+        .map(|name| match acs.iter().find(|ac| &ac.name == name) {
+            None => (name.as_str(), missing_check(name, CheckKind::Controller), missing_check(name, CheckKind::Active)),
+            Some(ac) => (name.as_str(), controller_check(ac, settings), active_check(ac)),
+        })
+        .collect();
+    let fails = |c: &Check| matches!(c.outcome, Outcome::Fail(_));
+    let deciding = each
+        .iter()
+        .find(|e| fails(&e.1))
+        .or_else(|| each.iter().find(|e| fails(&e.2)))
+        .map(|e| e.0.to_string())
+        .or_else(|| judged.first().cloned());
+    let controller = combine(CheckKind::Controller, each.iter().map(|(name, c, _)| (*name, c)).collect());
+    let active = combine(CheckKind::Active, each.iter().map(|(name, _, a)| (*name, a)).collect());
+    (controller, active, deciding)
+}
+
+/// One check over several AdmissionChecks: it fails if any fails (the first, by name, gives the
+/// reason), and its detail has each one's, named.
+fn combine(kind: CheckKind, each: Vec<(&str, &Check)>) -> Check {
+    if let [(_, only)] = each[..] {
+        return only.clone();
+    }
+    let outcome = each
+        .iter()
+        .find(|(_, c)| matches!(c.outcome, Outcome::Fail(_)))
+        .or_else(|| each.iter().find(|(_, c)| matches!(c.outcome, Outcome::Unknown(_))))
+        .map(|(_, c)| c.outcome.clone())
+        .unwrap_or(Outcome::Pass);
+    // Each part named: "dispatch names ..." and "AdmissionCheck dispatch does not exist" are;
+    // "Active=True, ..." gets "dispatch: " in front.
+    let named = |name: &str, detail: &str| {
+        detail.starts_with(&format!("{name} ")) || detail.starts_with(&format!("AdmissionCheck {name} "))
+    };
+    let detail = each
+        .iter()
+        .map(|(name, c)| if named(name, &c.detail) { c.detail.clone() } else { format!("{name}: {}", c.detail) })
+        .collect::<Vec<_>>()
+        .join("; ");
+    Check { kind, outcome, detail }
 }
 
 fn unknown(kind: CheckKind, denied: &super::fetched::Denied) -> Check {
@@ -352,7 +447,7 @@ fn active_check(ac: &AdmissionCheck) -> Check {
     }
 }
 
-fn reason_suffix(c: &super::kueue::Condition) -> String {
+fn reason_suffix(c: &Condition) -> String {
     match (c.reason.as_deref().filter(|r| !r.is_empty()), c.message.as_deref().filter(|m| !m.is_empty())) {
         (Some(r), Some(m)) => format!(", {r}: {m}"),
         (Some(r), None) => format!(", {r}"),
@@ -403,7 +498,8 @@ fn heartbeat_check(lease: &LeaseAssessment) -> Check {
     Check { kind: CheckKind::Heartbeat, outcome, detail }
 }
 
-fn finish(cluster_queue: Option<String>, admission_check: Option<String>, checks: Vec<Check>) -> Chain {
+/// The chain's verdict and deciding reason: the first failure, else the first unknown read.
+fn decide(checks: &[Check]) -> (Verdict, Option<String>) {
     let failed = checks.iter().find_map(|c| match &c.outcome {
         Outcome::Fail(reason) => Some(reason.clone()),
         _ => None,
@@ -412,10 +508,9 @@ fn finish(cluster_queue: Option<String>, admission_check: Option<String>, checks
         Outcome::Unknown(rule) => Some(format!("{}: cannot be read without RBAC: {rule}", c.kind.title())),
         _ => None,
     });
-    let (verdict, reason) = match (failed, unknown) {
+    match (failed, unknown) {
         (Some(reason), _) => (Verdict::No, Some(reason)),
         (None, Some(reason)) => (Verdict::Unknown, Some(reason)),
         (None, None) => (Verdict::Yes, None),
-    };
-    Chain { cluster_queue, admission_check, checks, verdict, reason }
+    }
 }

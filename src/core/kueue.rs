@@ -3,13 +3,37 @@
 
 use k8s_openapi::jiff::Timestamp;
 
-/// A ClusterQueue and the AdmissionChecks it lists, from either shape:
-/// v1beta2 `spec.admissionChecksStrategy.admissionChecks[].name`, or v1beta1's
+/// A ClusterQueue, the AdmissionChecks it lists and Kueue's own `Active` condition on it, from
+/// either shape: v1beta2 `spec.admissionChecksStrategy.admissionChecks[]`, or v1beta1's
 /// `spec.admissionChecks` as well.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ClusterQueue {
     pub name: String,
-    pub admission_checks: Vec<String>,
+    /// In the ClusterQueue's order, each name once.
+    pub admission_checks: Vec<CheckRule>,
+    /// `status.conditions[type=Active]`, written by Kueue's manager: whether the ClusterQueue
+    /// can admit Workloads, and why not (for example `AdmissionCheckInactive`).
+    pub active: Option<Condition>,
+}
+
+impl ClusterQueue {
+    /// The names of the AdmissionChecks it lists.
+    pub fn check_names(&self) -> impl Iterator<Item = &str> {
+        self.admission_checks.iter().map(|r| r.name.as_str())
+    }
+
+    pub fn lists(&self, check: &str) -> bool {
+        self.check_names().any(|c| c == check)
+    }
+}
+
+/// How a ClusterQueue lists one AdmissionCheck: an `admissionChecksStrategy` rule (a v1beta1
+/// `spec.admissionChecks` entry is a rule without flavors).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckRule {
+    pub name: String,
+    /// `onFlavors`: the ResourceFlavors whose Workloads the check runs for; empty means all.
+    pub on_flavors: Vec<String>,
 }
 
 /// An AdmissionCheck's controller and its `Active` condition.

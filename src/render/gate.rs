@@ -51,11 +51,19 @@ fn text(run: &GateRun, output: Output, style: Style, out: &mut dyn Write) -> io:
 }
 
 pub fn chain_block(chain: &Chain, lease: &str, no_headers: bool, style: Style, out: &mut dyn Write) -> io::Result<()> {
+    let checks = match &chain.admission_checks[..] {
+        several @ [_, _, ..] => {
+            format!("AdmissionChecks {}", several.iter().map(|c| escape(c)).collect::<Vec<_>>().join(", "))
+        }
+        _ => format!(
+            "AdmissionCheck {}",
+            chain.admission_check.as_deref().map(escape).unwrap_or_else(|| "<none>".into())
+        ),
+    };
     writeln!(
         out,
-        "ClusterQueue {}, AdmissionCheck {}, Lease {}",
+        "ClusterQueue {}, {checks}, Lease {}",
         chain.cluster_queue.as_deref().map(escape).unwrap_or_else(|| "<none>".into()),
-        chain.admission_check.as_deref().map(escape).unwrap_or_else(|| "<none>".into()),
         escape(lease)
     )?;
     let rows: Vec<Vec<String>> = chain

@@ -8,6 +8,9 @@
 # The test proxy (`testcluster proxy`) is its own Go module, proxy/, so that its dependencies
 # cannot move a version the kube-apiserver build uses; tc_ensure_proxy_built builds it alone
 # as testproxy-<hash of proxy/go.mod, go.sum and *.go> and exports TESTCLUSTER_PROXY.
+# The test elector (`testcluster elector`, client-go's leader election on a Lease) is one too,
+# elector/, with client-go pinned to k8s.io/kubernetes's version; tc_ensure_elector_built builds
+# it as testelector-<hash of elector/go.mod, go.sum and *.go> and exports TESTCLUSTER_ELECTOR.
 set -euo pipefail
 
 tc_module_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
@@ -110,6 +113,28 @@ tc_ensure_proxy_built() {
 		if [[ ! -x $TESTCLUSTER_PROXY ]]; then
 			tc_build_in "$dir" "$TESTCLUSTER_PROXY" "test proxy (goproxy, go-socks5)" .
 			find "$cache" -maxdepth 1 -name 'testproxy-*' ! -name "testproxy-$hash" ! -name '*.tmp.*' -delete
+		fi
+		exec {lockfd}>&-
+	fi
+}
+
+# The elector alone, like the proxy: no kube-apiserver or etcd needed, a lock of its own. Its
+# dependencies are those of the kube-apiserver build at the same versions, so a warm Go build
+# cache makes this a link step (cold: client-go, about a minute on 2 cores).
+tc_ensure_elector_built() {
+	local cache hash lockfd dir=$tc_module_dir/elector
+	tc_find_go
+	cache=$(tc_cache_dir)
+	hash=$(cd "$dir" && cat go.mod go.sum ./*.go | sha256sum | cut -c 1-12)
+	TESTCLUSTER_ELECTOR=$cache/testelector-$hash
+	export TESTCLUSTER_GO TESTCLUSTER_ELECTOR
+	if [[ ! -x $TESTCLUSTER_ELECTOR ]]; then
+		mkdir -p "$cache"
+		exec {lockfd}>"$cache/.build-elector.lock"
+		flock "$lockfd"
+		if [[ ! -x $TESTCLUSTER_ELECTOR ]]; then
+			tc_build_in "$dir" "$TESTCLUSTER_ELECTOR" "test elector (client-go leader election)" .
+			find "$cache" -maxdepth 1 -name 'testelector-*' ! -name "testelector-$hash" ! -name '*.tmp.*' -delete
 		fi
 		exec {lockfd}>&-
 	fi

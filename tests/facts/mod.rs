@@ -2,7 +2,7 @@
 //! and a ClusterQueue builder. No cluster, no I/O.
 
 use k8s_openapi::jiff::Timestamp;
-use kubectl_dispatch::core::kueue::ClusterQueue;
+use kubectl_dispatch::core::kueue::{CheckRule, ClusterQueue};
 
 pub const CONTROLLER: &str = "dispatch-admission";
 pub const CHECK: &str = "dispatch";
@@ -12,6 +12,11 @@ pub fn now() -> Timestamp {
     "2026-11-30T12:00:00Z".parse().unwrap()
 }
 
+/// A ClusterQueue listing `checks` (for every flavor), with no status from Kueue.
 pub fn cq(name: &str, checks: &[&str]) -> ClusterQueue {
-    ClusterQueue { name: name.into(), admission_checks: checks.iter().map(|c| c.to_string()).collect() }
+    ClusterQueue {
+        name: name.into(),
+        admission_checks: checks.iter().map(|c| CheckRule { name: c.to_string(), on_flavors: Vec::new() }).collect(),
+        active: None,
+    }
 }

@@ -39,6 +39,11 @@ pub fn lease(ns: &str, name: &str, holder: Option<&str>, renewed_ago: Option<i64
 
 /// An AdmissionCheck; `active` None writes no Active condition.
 pub fn admission_check(name: &str, controller: &str, active: Option<bool>) -> String {
+    admission_check_of("v1beta2", name, controller, active)
+}
+
+/// An AdmissionCheck of `version` (v1beta2 or v1beta1).
+pub fn admission_check_of(version: &str, name: &str, controller: &str, active: Option<bool>) -> String {
     let status = match active {
         None => String::new(),
         Some(a) => format!(
@@ -50,20 +55,53 @@ pub fn admission_check(name: &str, controller: &str, active: Option<bool>) -> St
         ),
     };
     format!(
-        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: AdmissionCheck\nmetadata:\n  name: {name}\nspec:\n  controllerName: {controller}\n{status}---\n"
+        "apiVersion: kueue.x-k8s.io/{version}\nkind: AdmissionCheck\nmetadata:\n  name: {name}\nspec:\n  controllerName: {controller}\n{status}---\n"
     )
 }
 
 /// A ClusterQueue listing `checks` through v1beta2's admissionChecksStrategy.
 pub fn cluster_queue(name: &str, checks: &[&str]) -> String {
-    let strategy = if checks.is_empty() {
+    let rules: Vec<(&str, &[&str])> = checks.iter().map(|c| (*c, &[][..])).collect();
+    cluster_queue_with("v1beta2", name, &rules, None)
+}
+
+/// Kueue's `Active` condition on a ClusterQueue, as its manager writes it: status, reason,
+/// message.
+pub type KueueActive<'a> = (&'a str, &'a str, &'a str);
+
+/// A ClusterQueue of `version` (v1beta2 or v1beta1) listing `rules` (check, onFlavors) through
+/// admissionChecksStrategy, with Kueue's Active condition in its status when `active` is given.
+pub fn cluster_queue_with(version: &str, name: &str, rules: &[(&str, &[&str])], active: Option<KueueActive>) -> String {
+    let strategy = if rules.is_empty() {
         String::new()
     } else {
-        let rules: String = checks.iter().map(|c| format!("    - name: {c}\n")).collect();
+        let rules: String = rules
+            .iter()
+            .map(|(c, flavors)| {
+                let on = if flavors.is_empty() { String::new() } else { format!("      onFlavors: {flavors:?}\n") };
+                format!("    - name: {c}\n{on}")
+            })
+            .collect();
         format!("  admissionChecksStrategy:\n    admissionChecks:\n{rules}")
     };
+    cluster_queue_doc(version, name, &strategy, active)
+}
+
+/// A v1beta1 ClusterQueue listing `checks` in `spec.admissionChecks`, the older shape.
+pub fn cluster_queue_v1beta1(name: &str, checks: &[&str], active: Option<KueueActive>) -> String {
+    cluster_queue_doc("v1beta1", name, &format!("  admissionChecks: {checks:?}\n"), active)
+}
+
+fn cluster_queue_doc(version: &str, name: &str, checks: &str, active: Option<KueueActive>) -> String {
+    let status = match active {
+        None => String::new(),
+        Some((status, reason, message)) => format!(
+            "status:\n  conditions:\n  - type: Active\n    status: \"{status}\"\n    reason: {reason}\n    message: {message:?}\n    lastTransitionTime: \"{}\"\n",
+            time_ago(300)
+        ),
+    };
     format!(
-        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: {name}\nspec:\n  namespaceSelector: {{}}\n  resourceGroups:\n  - coveredResources: [\"cpu\"]\n    flavors:\n    - name: default-flavor\n      resources:\n      - name: cpu\n        nominalQuota: \"8\"\n{strategy}---\n"
+        "apiVersion: kueue.x-k8s.io/{version}\nkind: ClusterQueue\nmetadata:\n  name: {name}\nspec:\n  namespaceSelector: {{}}\n  resourceGroups:\n  - coveredResources: [\"cpu\"]\n    flavors:\n    - name: default-flavor\n      resources:\n      - name: cpu\n        nominalQuota: \"8\"\n{checks}{status}---\n"
     )
 }
 
@@ -155,6 +193,18 @@ impl Scenario {
             cluster_queue(&self.cq, &[&self.check]),
             local_queue(&self.ns, &self.lq, &self.cq),
             lease(&self.lease_ns, &self.lease_name, Some("dispatch-admission-7d9f_1"), Some(2), Some(15)),
+        ]
+        .concat()
+    }
+
+    /// The Kueue side of a healthy gate (the Active check, the ClusterQueue listing it, the
+    /// LocalQueue) and the Lease's namespace, but no Lease: a leader election creates it.
+    pub fn queue_yaml(&self) -> String {
+        [
+            admission_check(&self.check, &self.controller, Some(true)),
+            cluster_queue(&self.cq, &[&self.check]),
+            local_queue(&self.ns, &self.lq, &self.cq),
+            namespace(&self.lease_ns),
         ]
         .concat()
     }

@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod controller;
+pub mod elector;
 pub mod fixtures;
 pub mod proxy;
 pub mod shapes;
