@@ -313,20 +313,26 @@ fn gate_several_cluster_queues() {
             cq("batch", &["provisioning"]),
             cq("team-b", &["provisioning", CHECK]),
         ]),
-        admission_checks: Fetched::Found(vec![
-            dispatch_ac(),
-            ac("dispatch-gpu", "False", "ControllerNotReady", "no member cluster offers nvidia.com/gpu"),
-            AdmissionCheck {
-                name: "provisioning".into(),
-                controller_name: Some("kueue.x-k8s.io/provisioning-request".into()),
-                active: None,
-            },
-        ]),
+        admission_checks: Fetched::Found(three_checks()),
         lease: Fetched::Found(lease_facts(9, 0)),
     };
     let mut gpu = workload("ml", "finetune-gpu-2", Some("team-gpu"), check("Pending", "", 20 * 60));
     gpu.checks[0].name = "dispatch-gpu".into();
     gate_golden("gate-several", GateInput::new(facts, vec![gpu]));
+}
+
+/// dispatch's check, a second of dispatch's (for GPU flavors, not Active), and Kueue's own
+/// provisioning check.
+fn three_checks() -> Vec<AdmissionCheck> {
+    vec![
+        dispatch_ac(),
+        ac("dispatch-gpu", "False", "ControllerNotReady", "no member cluster offers nvidia.com/gpu"),
+        AdmissionCheck {
+            name: "provisioning".into(),
+            controller_name: Some("kueue.x-k8s.io/provisioning-request".into()),
+            active: None,
+        },
+    ]
 }
 
 #[test]
@@ -352,15 +358,7 @@ fn gate_kueue_shapes() {
     team_b.active = kueue_active("True", "Ready", "Can admit new workloads");
     let facts = GateFacts {
         cluster_queues: Fetched::Found(vec![team_b, team_a]),
-        admission_checks: Fetched::Found(vec![
-            dispatch_ac(),
-            ac("dispatch-gpu", "False", "ControllerNotReady", "no member cluster offers nvidia.com/gpu"),
-            AdmissionCheck {
-                name: "provisioning".into(),
-                controller_name: Some("kueue.x-k8s.io/provisioning-request".into()),
-                active: None,
-            },
-        ]),
+        admission_checks: Fetched::Found(three_checks()),
         lease: Fetched::Found(lease_facts(9, 0)),
     };
     let mut gpu = workload("ml", "finetune-gpu-2", Some("team-a"), check("Pending", "", 20 * 60));
