@@ -4,7 +4,10 @@ go 1.26.0
 
 tool k8s.io/kubernetes/cmd/kube-apiserver
 
-require go.etcd.io/etcd/server/v3 v3.6.8
+require (
+	go.etcd.io/etcd/server/v3 v3.6.8
+	sigs.k8s.io/yaml v1.6.0
+)
 
 require (
 	cel.dev/expr v0.25.1 // indirect
@@ -149,7 +152,6 @@ require (
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.3 // indirect
-	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
 // k8s.io/kubernetes requires its staging modules at v0.0.0 with replaces to ./staging, which

@@ -4,7 +4,9 @@
 #   ${DISPATCH_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-dispatch}/bin
 # as kube-apiserver-<k8s.io/kubernetes version>, etcd-<go.etcd.io/etcd/server/v3 version>
 # (both read from go.mod) and testcluster-<hash of go.mod, go.sum and the harness sources,
-# internal/ included>, then exports what the harness needs: TESTCLUSTER_{KUBE_APISERVER,ETCD,MODULE_DIR,GO}.
+# internal/ included>, then exports what the harness needs: TESTCLUSTER_{KUBE_APISERVER,ETCD,MODULE_DIR,GO,CACHE_DIR}.
+# Kueue's own manager (--kueue-manager) is built by the harness itself, per version, from the
+# Go module kueue/VERSION (its own module, like proxy/) as kueue-manager-VERSION in the same cache.
 # The test proxy (`testcluster proxy`) is its own Go module, proxy/, so that its dependencies
 # cannot move a version the kube-apiserver build uses; tc_ensure_proxy_built builds it alone
 # as testproxy-<hash of proxy/go.mod, go.sum and *.go> and exports TESTCLUSTER_PROXY.
@@ -75,7 +77,8 @@ tc_ensure_built() {
 	TESTCLUSTER_ETCD=$cache/etcd-$etcd_v
 	TESTCLUSTER_BIN=$cache/testcluster-$hash
 	TESTCLUSTER_MODULE_DIR=$tc_module_dir
-	export TESTCLUSTER_GO TESTCLUSTER_KUBE_APISERVER TESTCLUSTER_ETCD TESTCLUSTER_MODULE_DIR
+	TESTCLUSTER_CACHE_DIR=$cache
+	export TESTCLUSTER_GO TESTCLUSTER_KUBE_APISERVER TESTCLUSTER_ETCD TESTCLUSTER_MODULE_DIR TESTCLUSTER_CACHE_DIR
 	if [[ ! -x $TESTCLUSTER_KUBE_APISERVER || ! -x $TESTCLUSTER_ETCD || ! -x $TESTCLUSTER_BIN ]]; then
 		mkdir -p "$cache"
 		# One builder at a time; the others wait here, then find the binaries built.

@@ -38,6 +38,8 @@ type config struct {
 	etcdBin      string
 	apiserverBin string
 	kueue        string // a version in kueue.sums, or "none"
+	// kueueManagerBin is Kueue's own manager for that version (--kueue-manager), else "".
+	kueueManagerBin string
 }
 
 func configFromEnv(dir, kueue string) (config, error) {
@@ -109,11 +111,7 @@ func spawnReaper(dir string, owner int) error {
 	if st == "" || !alive(owner) {
 		return fmt.Errorf("owner pid %d is not running", owner)
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	_, err = spawn(dir, reaperName, self, []string{"_reap", "--state-dir", dir,
+	_, err := spawn(dir, reaperName, selfExe, []string{"_reap", "--state-dir", dir,
 		"--owner-pid", strconv.Itoa(owner), "--owner-start", st})
 	return err
 }
@@ -130,8 +128,9 @@ func startCluster(cfg config) error {
 	}
 	// Fetching/verifying the Kueue module runs while etcd and kube-apiserver start.
 	type crdResult struct {
-		files []string
-		err   error
+		kueueDir string
+		files    []string
+		err      error
 	}
 	crdc := make(chan crdResult, 1)
 	go func() {
@@ -139,8 +138,12 @@ func startCluster(cfg config) error {
 			crdc <- crdResult{}
 			return
 		}
-		files, err := kueueCRDFiles(cfg.moduleDir, cfg.kueue)
-		crdc <- crdResult{files, err}
+		kueueDir, err := kueueModule(cfg.moduleDir, cfg.kueue)
+		var files []string
+		if err == nil {
+			files, err = kueueCRDFiles(kueueDir)
+		}
+		crdc <- crdResult{kueueDir, files, err}
 	}()
 
 	ports, err := freePorts(3)
@@ -232,7 +235,14 @@ func startCluster(cfg config) error {
 		phase("RBAC applied")
 	}()
 	crd := <-crdc
-	if crd.err == nil && len(crd.files) > 0 {
+	switch {
+	case crd.err != nil || cfg.kueue == "none":
+	case cfg.kueueManagerBin != "":
+		// Every CRD of the version, converted through the manager's webhook where the
+		// version converts; then the manager itself, ready.
+		crd.err = setUpKueueManager(cfg, p, crd.kueueDir, kubeconfig)
+		phase("Kueue CRDs Established, Kueue's manager ready")
+	default:
 		crd.err = installKueueCRDs(kubeconfig, crd.files)
 		phase("Kueue CRDs Established")
 	}

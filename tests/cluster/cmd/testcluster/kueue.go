@@ -63,26 +63,19 @@ func checkKueueVersion(moduleDir, version string) error {
 	return nil
 }
 
-// kueueCRDFiles fetches sigs.k8s.io/kueue@version through the Go module cache, checks
-// its h1: sum against kueue.sums and returns the four CRD files.
-func kueueCRDFiles(moduleDir, version string) ([]string, error) {
+// kueueModule fetches sigs.k8s.io/kueue@version through the Go module cache, checks its h1:
+// sum against kueue.sums and returns the module's folder (read only, never copied).
+func kueueModule(moduleDir, version string) (string, error) {
 	sums, err := loadKueueSums(moduleDir)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	want, ok := sums[version]
 	if !ok {
-		return nil, checkKueueVersion(moduleDir, version)
-	}
-	goBin := os.Getenv("TESTCLUSTER_GO")
-	if goBin == "" {
-		goBin = "go"
-		if _, err := exec.LookPath(goBin); err != nil {
-			goBin = "/usr/local/go/bin/go"
-		}
+		return "", checkKueueVersion(moduleDir, version)
 	}
 	mod := "sigs.k8s.io/kueue@" + version
-	cmd := exec.CommandContext(shutdownCtx, goBin, "mod", "download", "-json", mod)
+	cmd := exec.CommandContext(shutdownCtx, goBinary(), "mod", "download", "-json", mod)
 	cmd.Dir = os.TempDir() // outside any module: go.mod/go.sum stay untouched
 	cmd.Env = append(os.Environ(), "GO111MODULE=on", "GOWORK=off")
 	out, runErr := cmd.Output()
@@ -95,30 +88,53 @@ func kueueCRDFiles(moduleDir, version string) ([]string, error) {
 				reason = strings.TrimSpace(string(ee.Stderr))
 			}
 		}
-		return nil, fmt.Errorf("cannot fetch Go module %s: %s", mod, reason)
+		return "", fmt.Errorf("cannot fetch Go module %s: %s", mod, reason)
 	}
 	if info.Sum != want {
-		return nil, fmt.Errorf("Go module %s has sum %s, but kueue.sums pins %s; refusing it", mod, info.Sum, want)
+		return "", fmt.Errorf("Go module %s has sum %s, but kueue.sums pins %s; refusing it", mod, info.Sum, want)
 	}
+	return info.Dir, nil
+}
+
+// goBinary is TESTCLUSTER_GO, else go on PATH, else /usr/local/go/bin/go.
+func goBinary() string {
+	if g := os.Getenv("TESTCLUSTER_GO"); g != "" {
+		return g
+	}
+	if _, err := exec.LookPath("go"); err == nil {
+		return "go"
+	}
+	return "/usr/local/go/bin/go"
+}
+
+// kueueCRDFiles returns the four CRD files the plugin reads, from the Kueue module's folder.
+func kueueCRDFiles(kueueDir string) ([]string, error) {
 	var files []string
 	for _, r := range kueueCRDs {
-		f := filepath.Join(info.Dir, "config/components/crd/bases/kueue.x-k8s.io_"+r+".yaml")
+		f := filepath.Join(kueueDir, "config/components/crd/bases/kueue.x-k8s.io_"+r+".yaml")
 		if !exists(f) {
-			return nil, fmt.Errorf("%s has no %s", mod, f)
+			return nil, fmt.Errorf("%s has no %s", kueueDir, f)
 		}
 		files = append(files, f)
 	}
 	return files, nil
 }
 
+// crdName is the CRD named by a file kueue.x-k8s.io_PLURAL.yaml (or .json): PLURAL.kueue.x-k8s.io.
+func crdName(file string) string {
+	base := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(file), ".yaml"), ".json")
+	group, plural, _ := strings.Cut(base, "_")
+	return plural + "." + group
+}
+
 // installKueueCRDs applies the CRDs server-side (the workloads CRD is too big for the
-// client-side last-applied annotation) and waits until all four are Established.
+// client-side last-applied annotation) and waits until all are Established.
 func installKueueCRDs(kubeconfig string, files []string) error {
 	args := []string{"apply", "--server-side", "--field-manager=testcluster"}
 	var names []string
-	for i, f := range files {
+	for _, f := range files {
 		args = append(args, "-f", f)
-		names = append(names, "crd/"+kueueCRDs[i]+".kueue.x-k8s.io")
+		names = append(names, "crd/"+crdName(f))
 	}
 	if err := kubectl(kubeconfig, args...); err != nil {
 		return err

@@ -19,18 +19,21 @@ import (
 )
 
 const usage = `usage:
-  testcluster run [--kueue VERSION] [--] CMD [ARGS...]
+  testcluster run [--kueue VERSION] [--kueue-manager] [--] CMD [ARGS...]
       start a cluster in a temporary folder, run CMD with KUBECONFIG, DISPATCH_TEST_AUDIT_LOG,
       DISPATCH_TEST_STATE_DIR, APISERVER_URL and DISPATCH_TEST_TOKEN_FILE set, tear down,
       exit with CMD's status
       (125 if the cluster failed to start; 130/143 on SIGINT/SIGTERM).
-  testcluster start --state-dir DIR [--kueue VERSION] [--owner-pid PID]
+  testcluster start --state-dir DIR [--kueue VERSION] [--kueue-manager] [--owner-pid PID]
       start a cluster living in DIR (new or empty), write DIR/env, return once ready. The
       processes outlive this command; with --owner-pid the cluster is torn down and DIR
       removed within about a second after PID exits.
   testcluster stop --state-dir DIR              tear down and remove DIR (idempotent)
   testcluster kill-apiserver --state-dir DIR    SIGKILL kube-apiserver and wait for it
   testcluster start-apiserver --state-dir DIR   start kube-apiserver again, wait until ready
+  testcluster stop-kueue-manager --state-dir DIR    stop Kueue's manager (SIGTERM) and wait for it
+  testcluster start-kueue-manager --state-dir DIR   start it again, wait until ready
+  testcluster build-kueue-manager VERSION...    build Kueue's manager for each VERSION into the cache
   testcluster proxy --kind http|socks5 --log FILE [--user U --password P] [--listen 127.0.0.1:0]
       a real forward proxy on loopback (HTTP CONNECT: goproxy; SOCKS5: go-socks5), optionally
       requiring credentials; prints "listening on 127.0.0.1:PORT", appends one line per
@@ -38,6 +41,12 @@ const usage = `usage:
       ends on SIGTERM/SIGINT or when its stdin closes. Its own binary (Go module
       tests/cluster/proxy), run by tests/cluster/testcluster; "proxy --help" for details.
 VERSION is a Kueue version pinned in tests/cluster/kueue.sums (default v0.17.0), or none.
+--kueue-manager also runs Kueue's own controller manager (sigs.k8s.io/kueue/cmd/kueue of that
+version, built from the Go module tests/cluster/kueue/VERSION into the cache as
+kueue-manager-VERSION; about 6 minutes cold): every CRD of the version, its webhooks
+(mutating, validating, CRD conversion) served on loopback and registered with the apiserver,
+integration batch/job; its log is DIR/kueue-manager.log. It runs in a private mount
+namespace (needs root).
 `
 
 func main() { os.Exit(realMain(os.Args[1:])) }
@@ -60,6 +69,7 @@ func realMain(args []string) int {
 	fs.Usage = func() { fmt.Fprint(os.Stderr, usage) }
 	stateDir := fs.String("state-dir", "", "state folder")
 	kueue := fs.String("kueue", defaultKueue, "Kueue version for the CRDs, or none")
+	manager := fs.Bool("kueue-manager", false, "also run Kueue's own controller manager")
 	owner := fs.Int("owner-pid", 0, "tear down when this process exits")
 	ownerStart := fs.String("owner-start", "", "(internal)")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -72,7 +82,7 @@ func realMain(args []string) int {
 			return fail("%v", err)
 		}
 		dir = abs
-	} else if args[0] != "run" && args[0] != "help" && args[0] != "-h" && args[0] != "--help" {
+	} else if args[0] != "run" && args[0] != "build-kueue-manager" && args[0] != "help" && args[0] != "-h" && args[0] != "--help" {
 		fmt.Fprintf(os.Stderr, "testcluster %s: --state-dir is required\n%s", args[0], usage)
 		return 2
 	}
@@ -82,9 +92,9 @@ func realMain(args []string) int {
 			fmt.Fprintf(os.Stderr, "testcluster run: no command given\n%s", usage)
 			return 2
 		}
-		return cmdRun(*kueue, fs.Args())
+		return cmdRun(*kueue, *manager, fs.Args())
 	case "start":
-		return cmdStart(dir, *kueue, *owner)
+		return cmdStart(dir, *kueue, *manager, *owner)
 	case "stop":
 		if err := teardown(dir); err != nil {
 			return fail("%v", err)
@@ -94,6 +104,14 @@ func realMain(args []string) int {
 		return cmdKillAPIServer(dir)
 	case "start-apiserver":
 		return cmdStartAPIServer(dir)
+	case "stop-kueue-manager":
+		return cmdStopKueueManager(dir)
+	case "start-kueue-manager":
+		return cmdStartKueueManager(dir)
+	case "build-kueue-manager":
+		return cmdBuildKueueManager(fs.Args())
+	case "_kueue-exec":
+		return kueueExec(dir, fs.Args())
 	case "_reap":
 		return reap(dir, *owner, *ownerStart)
 	case "help", "-h", "--help":
@@ -141,8 +159,8 @@ func bringUp(cfg config, owner int, sigc chan os.Signal, failCode int) int {
 		return interrupted(cfg.dir, sig)
 	case err := <-errc:
 		if err != nil {
-			msg := fmt.Sprintf("testcluster: the cluster failed to start: %v\n%s%s", err,
-				logTail(cfg.dir, apiserverName, 12), logTail(cfg.dir, etcdName, 8))
+			msg := fmt.Sprintf("testcluster: the cluster failed to start: %v\n%s%s%s", err,
+				logTail(cfg.dir, apiserverName, 12), logTail(cfg.dir, etcdName, 8), logTail(cfg.dir, kueueManagerName, 20))
 			if terr := teardown(cfg.dir); terr != nil {
 				msg += "testcluster: " + terr.Error() + "\n"
 			}
@@ -150,12 +168,51 @@ func bringUp(cfg config, owner int, sigc chan os.Signal, failCode int) int {
 			return failCode
 		}
 	}
-	fmt.Fprintf(os.Stderr, "testcluster: ready in %.1fs (kueue %s, state %s)\n", time.Since(t0).Seconds(), cfg.kueue, cfg.dir)
+	manager := ""
+	if cfg.kueueManagerBin != "" {
+		manager = " with its manager"
+	}
+	fmt.Fprintf(os.Stderr, "testcluster: ready in %.1fs (kueue %s%s, state %s)\n", time.Since(t0).Seconds(), cfg.kueue, manager, cfg.dir)
 	return 0
 }
 
-func cmdStart(dir, kueue string, owner int) int {
+// withKueueManager fills in cfg.kueueManagerBin when --kueue-manager is given, building the
+// manager first if the cache does not have it (before anything starts).
+func withKueueManager(cfg *config, manager bool) error {
+	if !manager {
+		return nil
+	}
+	if cfg.kueue == "none" {
+		return errors.New("--kueue-manager needs a Kueue version (--kueue VERSION), not none")
+	}
+	bin, err := kueueManagerBinary(cfg.moduleDir, cfg.kueue)
+	cfg.kueueManagerBin = bin
+	return err
+}
+
+func cmdBuildKueueManager(versions []string) int {
+	moduleDir := os.Getenv("TESTCLUSTER_MODULE_DIR")
+	if len(versions) == 0 || moduleDir == "" {
+		return fail("build-kueue-manager VERSION... (through tests/cluster/testcluster)")
+	}
+	for _, v := range versions {
+		if err := checkKueueVersion(moduleDir, v); err != nil {
+			return fail("%v", err)
+		}
+		bin, err := kueueManagerBinary(moduleDir, v)
+		if err != nil {
+			return fail("%v", err)
+		}
+		fmt.Println(bin)
+	}
+	return 0
+}
+
+func cmdStart(dir, kueue string, manager bool, owner int) int {
 	cfg, err := configFromEnv(dir, kueue)
+	if err == nil {
+		err = withKueueManager(&cfg, manager)
+	}
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -166,13 +223,16 @@ func cmdStart(dir, kueue string, owner int) int {
 	return bringUp(cfg, owner, sigc, 1)
 }
 
-func cmdRun(kueue string, argv []string) int {
+func cmdRun(kueue string, manager bool, argv []string) int {
 	sigc := notifySignals()
 	dir, err := os.MkdirTemp("", "testcluster-")
 	if err != nil {
 		return fail("%v", err)
 	}
 	cfg, err := configFromEnv(dir, kueue)
+	if err == nil {
+		err = withKueueManager(&cfg, manager)
+	}
 	if err == nil {
 		err = prepareDir(dir)
 	}

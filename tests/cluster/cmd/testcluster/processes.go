@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// Processes (etcd, kube-apiserver, the reaper) run in their own session (setsid), so they
+// Processes (etcd, kube-apiserver, Kueue's manager, the reaper) run in their own session (setsid), so they
 // survive the process that started them and ignore the terminal's Ctrl-C. Each one's pid is
 // kept in DIR/<name>.pid; whoever tears down reads the pids from there. DIR/.lock (flock)
 // serialises "start a process and record its pid" against "teardown begins", so a process
@@ -31,6 +31,7 @@ const (
 	etcdName      = "etcd"
 	apiserverName = "kube-apiserver"
 	reaperName    = "reaper"
+	// kueueManagerName = "kueue-manager" (manager.go), with --kueue-manager
 )
 
 // shutdownCtx is cancelled when this process begins a teardown; helper commands
@@ -71,6 +72,11 @@ func withLock(dir string, fn func() error) error {
 // spawn starts bin detached (new session, stdin /dev/null, stdout+stderr appended to
 // DIR/<name>.log) and records its pid in DIR/<name>.pid.
 func spawn(dir, name, bin string, args []string) (*proc, error) {
+	return spawnWith(dir, name, bin, args, nil, &syscall.SysProcAttr{Setsid: true})
+}
+
+// spawnWith is spawn with extra environment variables and the process attributes given.
+func spawnWith(dir, name, bin string, args, env []string, attr *syscall.SysProcAttr) (*proc, error) {
 	logf, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
@@ -79,7 +85,8 @@ func spawn(dir, name, bin string, args []string) (*proc, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = attr
 	err = withLock(dir, func() error {
 		if exists(filepath.Join(dir, stoppingFile)) {
 			return errors.New("the cluster is being torn down")
@@ -217,7 +224,7 @@ func teardown(dir string) error {
 		if err := os.WriteFile(filepath.Join(dir, stoppingFile), nil, 0o600); err != nil {
 			return err
 		}
-		for _, name := range []string{reaperName, apiserverName, etcdName} {
+		for _, name := range []string{reaperName, kueueManagerName, apiserverName, etcdName} {
 			if pid, ok := livePid(dir, name); ok {
 				pids = append(pids, pid)
 			}
