@@ -148,11 +148,16 @@ async fn lookup(kind: Lookup, connection: &ConnectionArgs) -> Option<Vec<String>
         Lookup::Namespaces => Api::<Namespace>::all(conn.client.clone()).list_metadata(&params).await.ok()?,
         Lookup::Kueue(kind, plural) => {
             let kueue = fetch::discover_kueue(&conn, &log).await.ok()?;
-            let gvk = GroupVersionKind::gvk("kueue.x-k8s.io", &kueue.version, kind);
-            let api: Api<DynamicObject> =
-                Api::all_with(conn.client.clone(), &ApiResource::from_gvk_with_plural(&gvk, plural));
-            let list = api.list_metadata(&params).await.ok()?;
-            return Some(list.items.into_iter().filter_map(|o| o.metadata.name).collect());
+            // Names only; Kueue's conversion webhook being down must not hide them.
+            let served = fetch::read_served(&kueue, &log, async |k: &fetch::Kueue| {
+                let gvk = GroupVersionKind::gvk("kueue.x-k8s.io", &k.version, kind);
+                let api: Api<DynamicObject> =
+                    Api::all_with(conn.client.clone(), &ApiResource::from_gvk_with_plural(&gvk, plural));
+                api.list_metadata(&params).await.map_err(|e| fetch::list_error(e, &conn, k, kind))
+            })
+            .await
+            .ok()?;
+            return Some(served.value.items.into_iter().filter_map(|o| o.metadata.name).collect());
         }
     };
     Some(list.items.into_iter().filter_map(|o| o.metadata.name).collect())

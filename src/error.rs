@@ -43,6 +43,9 @@ pub enum Error {
     #[error("Kueue is not installed: the API server does not serve the API group kueue.x-k8s.io")]
     KueueMissing,
 
+    #[error("Kueue's webhook is down: the API server cannot return {what} as {versions}: {cause}")]
+    KueueWebhook { what: String, versions: String, cause: String },
+
     #[error("Kueue's {resource} API is not served ({group_version})")]
     KueueResourceMissing { resource: String, group_version: String },
 
@@ -82,6 +85,10 @@ impl Error {
             Error::Unauthorized { .. } => {
                 Some("log in again, or check the user entry of this context in the kubeconfig".into())
             }
+            Error::KueueWebhook { .. } => Some(
+                "Kueue's controller manager serves that webhook: check that it runs and that the API server reaches it"
+                    .into(),
+            ),
             Error::KueueMissing | Error::KueueResourceMissing { .. } => {
                 Some("install Kueue (its CRDs), or choose the cluster that runs it with --context".into())
             }

@@ -14,6 +14,9 @@ use crate::error::{Error, first_line};
 pub enum Failure {
     NotFound,
     Forbidden,
+    /// The apiserver could not convert the stored objects to the version asked for: the CRD's
+    /// conversion webhook (Kueue's) did not answer. The apiserver's message.
+    Conversion(String),
     Stop(Error),
 }
 
@@ -25,6 +28,7 @@ pub fn classify(e: kube::Error, conn: &Connection, what: &str) -> Failure {
             404 => Failure::NotFound,
             403 => Failure::Forbidden,
             401 => Failure::Stop(Error::Unauthorized { server: server.into() }),
+            _ if is_conversion_failure(&status.message) => Failure::Conversion(first_line(&status.message)),
             code => Failure::Stop(Error::Api {
                 action: format!("return {what}"),
                 message: format!("{} ({code})", first_line(&status.message)),
@@ -33,6 +37,12 @@ pub fn classify(e: kube::Error, conn: &Connection, what: &str) -> Failure {
         kube::Error::SerdeError(e) => Failure::Stop(Error::Malformed { what: what.into(), cause: e.to_string() }),
         other => Failure::Stop(transport(&other, conn)),
     }
+}
+
+/// The apiserver's words when a CRD's conversion webhook fails: "conversion webhook for
+/// kueue.x-k8s.io/v1beta1, Kind=ClusterQueue failed: Post ...: connection refused".
+fn is_conversion_failure(message: &str) -> bool {
+    message.contains("conversion webhook for")
 }
 
 /// A failure to talk to the server at all: no credential from the exec plugin, the request's

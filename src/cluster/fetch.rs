@@ -24,10 +24,13 @@ use crate::log::Log;
 const GROUP: &str = "kueue.x-k8s.io";
 const PAGE: u32 = 500;
 
-/// The Kueue API version this cluster serves, and the server's clock when it answered.
+/// The Kueue API version to read, chosen from discovery, and the server's clock when it answered.
 #[derive(Debug, Clone)]
 pub struct Kueue {
     pub version: String,
+    /// The other versions served, in the order to read them when the apiserver cannot convert
+    /// Kueue's objects to `version` (Kueue's conversion webhook does not answer).
+    fallback: Vec<String>,
     /// The apiserver's `Date` header, and this machine's clock when that response arrived.
     pub server_date: Option<(Timestamp, Timestamp)>,
 }
@@ -36,10 +39,82 @@ impl Kueue {
     fn resource(&self, kind: &str, plural: &str) -> ApiResource {
         ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(GROUP, &self.version, kind), plural)
     }
+
+    /// This Kueue read at the next version served, if there is one.
+    fn fall_back(&self) -> Option<Kueue> {
+        let (next, rest) = self.fallback.split_first()?;
+        Some(Kueue { version: next.clone(), fallback: rest.to_vec(), server_date: self.server_date })
+    }
 }
 
-/// Discovers which Kueue version is served: v1beta2, else v1beta1 (Kueue ≤ v0.15). An unserved
-/// group answers a plain-text 404, so this asks discovery rather than parsing an error body.
+/// The versions the plugin reads, most preferred first, among those served: v1beta2 (Kueue
+/// v0.15 and later), then v1beta1.
+fn read_order(served: &[&str]) -> Vec<String> {
+    ["v1beta2", "v1beta1"].into_iter().filter(|v| served.contains(v)).map(String::from).collect()
+}
+
+/// What [`read_served`] read, at which version, and the warning when that is not the one
+/// discovery chose.
+pub struct Served<T> {
+    pub value: T,
+    pub kueue: Kueue,
+    pub warning: Option<String>,
+}
+
+/// Runs one evaluation's Kueue reads at the version discovery chose. Kueue v0.15 serves
+/// v1beta2 but stores v1beta1, so every v1beta2 read goes through Kueue's conversion webhook;
+/// when that webhook does not answer, the reads run again at the next version served (the
+/// stored one needs no conversion), with a warning that says why. When no version served can
+/// be read, the error says that Kueue's webhook is down.
+pub async fn read_served<T>(
+    kueue: &Kueue,
+    log: &Log,
+    reads: impl AsyncFn(&Kueue) -> Result<T, Error>,
+) -> Result<Served<T>, Error> {
+    let mut current = kueue.clone();
+    // (what, version, cause) of each read that Kueue's conversion webhook failed.
+    let mut failed: Vec<(String, String, String)> = Vec::new();
+    loop {
+        match reads(&current).await {
+            Ok(value) => {
+                let warning = failed.first().map(|(what, version, cause)| {
+                    format!(
+                        "Kueue's conversion webhook does not answer; reading {GROUP}/{} (the API server cannot return {what} as {version}: {cause})",
+                        current.version
+                    )
+                });
+                return Ok(Served { value, kueue: current, warning });
+            }
+            Err(Error::KueueWebhook { what, versions, cause }) => {
+                failed.push((what, versions, cause));
+                match current.fall_back() {
+                    Some(next) => {
+                        log.info(
+                            1,
+                            &format!("Kueue's conversion webhook does not answer; reading {GROUP}/{}", next.version),
+                        );
+                        current = next;
+                    }
+                    None => return Err(webhook_down(failed)),
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The error once every version served failed conversion: the last failure, naming every
+/// version tried when they failed on the same objects.
+fn webhook_down(mut failed: Vec<(String, String, String)>) -> Error {
+    let (what, version, cause) = failed.pop().expect("at least one failure");
+    let mut versions: Vec<String> = failed.into_iter().filter(|(w, ..)| *w == what).map(|(_, v, _)| v).collect();
+    versions.push(version);
+    Error::KueueWebhook { what, versions: versions.join(" or "), cause }
+}
+
+/// Discovers which Kueue versions are served and chooses v1beta2, else v1beta1 (Kueue ≤ v0.14).
+/// An unserved group answers a plain-text 404, so this asks discovery rather than parsing an
+/// error body.
 pub async fn discover_kueue(conn: &Connection, log: &Log) -> Result<Kueue, Error> {
     let path = format!("/apis/{GROUP}");
     let started = Instant::now();
@@ -68,17 +143,33 @@ pub async fn discover_kueue(conn: &Connection, log: &Log) -> Result<Kueue, Error
     let group: APIGroup = serde_json::from_slice(&body)
         .map_err(|e| Error::Malformed { what: "the Kueue API group".into(), cause: e.to_string() })?;
     let served: Vec<&str> = group.versions.iter().map(|v| v.version.as_str()).collect();
-    let version =
-        ["v1beta2", "v1beta1"].into_iter().find(|v| served.contains(v)).ok_or(Error::KueueMissing)?.to_string();
+    let mut order = read_order(&served).into_iter();
+    let version = order.next().ok_or(Error::KueueMissing)?;
     log.info(1, &format!("Kueue API {GROUP}/{version}"));
-    Ok(Kueue { version, server_date })
+    Ok(Kueue { version, fallback: order.collect(), server_date })
+}
+
+/// A failed Kueue list outside the pager (completion's names): a conversion failure becomes
+/// [`Error::KueueWebhook`], so [`read_served`] can fall back; anything else stops.
+pub fn list_error(e: kube::Error, conn: &Connection, kueue: &Kueue, what: &str) -> Error {
+    match classify(e, conn, what) {
+        Failure::Conversion(cause) => {
+            Error::KueueWebhook { what: what.into(), versions: format!("{GROUP}/{}", kueue.version), cause }
+        }
+        other => stop_failure(other, what),
+    }
 }
 
 fn stop(e: kube::Error, conn: &Connection, what: &str) -> Error {
-    match classify(e, conn, what) {
+    stop_failure(classify(e, conn, what), what)
+}
+
+fn stop_failure(failure: Failure, what: &str) -> Error {
+    match failure {
         Failure::Stop(e) => e,
         Failure::NotFound => Error::Api { action: format!("return {what}"), message: "not found (404)".into() },
         Failure::Forbidden => Error::Api { action: format!("return {what}"), message: "forbidden (403)".into() },
+        Failure::Conversion(cause) => Error::Api { action: format!("return {what}"), message: cause },
     }
 }
 
@@ -104,6 +195,7 @@ pub async fn lease(conn: &Connection, lease: &LeaseRef, log: &Log) -> Result<Fet
             Failure::Forbidden => Ok(Fetched::Forbidden(Denied {
                 rule: format!("get leases.coordination.k8s.io {:?} in namespace {}", lease.name, lease.namespace),
             })),
+            Failure::Conversion(cause) => Err(Error::Api { action: format!("return Lease {lease}"), message: cause }),
             Failure::Stop(e) => Err(e),
         },
     }
@@ -121,6 +213,8 @@ fn outcome<T>(r: &Result<T, kube::Error>) -> String {
 struct Pager<'a, K> {
     api: Api<K>,
     what: &'a str,
+    /// The Kueue version read, for a conversion failure's error.
+    version: &'a str,
     conn: &'a Connection,
     log: &'a Log,
     next: Option<ListParams>,
@@ -131,8 +225,9 @@ impl<'a, K> Pager<'a, K>
 where
     K: kube::Resource + Clone + DeserializeOwned + std::fmt::Debug,
 {
-    fn new(api: Api<K>, what: &'a str, conn: &'a Connection, log: &'a Log) -> Self {
-        Pager { api, what, conn, log, next: Some(ListParams::default().limit(PAGE)), forbidden: false }
+    fn new(api: Api<K>, what: &'a str, kueue: &'a Kueue, conn: &'a Connection, log: &'a Log) -> Self {
+        let next = Some(ListParams::default().limit(PAGE));
+        Pager { api, what, version: &kueue.version, conn, log, next, forbidden: false }
     }
 
     /// The next page's items; `None` once the list is done, or forbidden (see [`Pager::end`]).
@@ -143,8 +238,9 @@ where
         self.log.info(
             6,
             &format!(
-                "LIST {}?limit={PAGE} {} in {}ms",
+                "LIST {}?limit={} {} in {}ms",
                 self.api.resource_url(),
+                params.limit.unwrap_or(PAGE),
                 outcome(&result),
                 started.elapsed().as_millis()
             ),
@@ -160,6 +256,11 @@ where
                     Failure::NotFound => Err(Error::KueueResourceMissing {
                         resource: self.what.into(),
                         group_version: self.api.resource_url().to_string(),
+                    }),
+                    Failure::Conversion(cause) => Err(Error::KueueWebhook {
+                        what: self.what.into(),
+                        versions: format!("{GROUP}/{}", self.version),
+                        cause,
                     }),
                     Failure::Stop(e) => Err(e),
                 };
@@ -179,6 +280,7 @@ where
 async fn list_pages<K, F>(
     api: Api<K>,
     what: &str,
+    kueue: &Kueue,
     conn: &Connection,
     log: &Log,
     mut keep: F,
@@ -187,7 +289,7 @@ where
     K: kube::Resource + Clone + DeserializeOwned + std::fmt::Debug,
     F: FnMut(Vec<K>),
 {
-    let mut pager = Pager::new(api, what, conn, log);
+    let mut pager = Pager::new(api, what, kueue, conn, log);
     while let Some(items) = pager.next().await? {
         keep(items);
     }
@@ -206,7 +308,8 @@ pub async fn cluster_queues(conn: &Connection, kueue: &Kueue, log: &Log) -> Resu
         Api::all_with(conn.client.clone(), &kueue.resource("ClusterQueue", "clusterqueues"));
     let mut out = Vec::new();
     let fetched =
-        list_pages(api, "ClusterQueues", conn, log, |items| out.extend(items.iter().map(wire::cluster_queue))).await?;
+        list_pages(api, "ClusterQueues", kueue, conn, log, |items| out.extend(items.iter().map(wire::cluster_queue)))
+            .await?;
     Ok(with_rule(fetched, "list clusterqueues.kueue.x-k8s.io (cluster-wide)".into()).map(|_| out))
 }
 
@@ -218,9 +321,10 @@ pub async fn admission_checks(
     let api: Api<wire::WireAdmissionCheck> =
         Api::all_with(conn.client.clone(), &kueue.resource("AdmissionCheck", "admissionchecks"));
     let mut out = Vec::new();
-    let fetched =
-        list_pages(api, "AdmissionChecks", conn, log, |items| out.extend(items.iter().map(wire::admission_check)))
-            .await?;
+    let fetched = list_pages(api, "AdmissionChecks", kueue, conn, log, |items| {
+        out.extend(items.iter().map(wire::admission_check))
+    })
+    .await?;
     Ok(with_rule(fetched, "list admissionchecks.kueue.x-k8s.io (cluster-wide)".into()).map(|_| out))
 }
 
@@ -251,8 +355,24 @@ pub async fn local_queues(
         namespaced_or_all(conn, namespace, &kueue.resource("LocalQueue", "localqueues"));
     let mut out = Vec::new();
     let fetched =
-        list_pages(api, "LocalQueues", conn, log, |items| out.extend(items.iter().map(wire::local_queue))).await?;
+        list_pages(api, "LocalQueues", kueue, conn, log, |items| out.extend(items.iter().map(wire::local_queue)))
+            .await?;
     Ok(with_rule(fetched, format!("list localqueues.kueue.x-k8s.io {}", scope_text(namespace))).map(|_| out))
+}
+
+/// Reads one ClusterQueue and one Workload (lists of limit 1), only to learn whether the
+/// apiserver can serve Kueue's objects at this version (a watch would retry a conversion
+/// failure for ever). A forbidden list proves nothing and is left to the watch to report.
+pub async fn probe(conn: &Connection, kueue: &Kueue, namespace: Option<&str>, log: &Log) -> Result<(), Error> {
+    let cqs: Api<wire::WireClusterQueue> =
+        Api::all_with(conn.client.clone(), &kueue.resource("ClusterQueue", "clusterqueues"));
+    let wls: Api<wire::WireWorkload> = namespaced_or_all(conn, namespace, &kueue.resource("Workload", "workloads"));
+    let mut cq_pager = Pager::new(cqs, "ClusterQueues", kueue, conn, log);
+    cq_pager.next = Some(ListParams::default().limit(1));
+    let mut wl_pager = Pager::new(wls, "Workloads", kueue, conn, log);
+    wl_pager.next = Some(ListParams::default().limit(1));
+    futures::try_join!(cq_pager.next(), wl_pager.next())?;
+    Ok(())
 }
 
 /// Streams the Workloads page by page and keeps only the entries the scope selects. The scope
@@ -266,7 +386,7 @@ pub async fn waiting<T>(
     log: &Log,
 ) -> Result<(T, WaitingScope, Fetched<Vec<Waiting>>), Error> {
     let api: Api<wire::WireWorkload> = namespaced_or_all(conn, namespace, &kueue.resource("Workload", "workloads"));
-    let mut pager = Pager::new(api, "Workloads", conn, log);
+    let mut pager = Pager::new(api, "Workloads", kueue, conn, log);
     let ((extra, scope), mut page) = futures::try_join!(scoped, pager.next())?;
     let mut out = Vec::new();
     while let Some(items) = page {
@@ -278,4 +398,87 @@ pub async fn waiting<T>(
     }
     let fetched = with_rule(pager.end(), format!("list workloads.kueue.x-k8s.io {}", scope_text(namespace)));
     Ok((extra, scope, fetched.map(|_| out)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kueue(served: &[&str]) -> Kueue {
+        let mut order = read_order(served).into_iter();
+        Kueue { version: order.next().unwrap(), fallback: order.collect(), server_date: None }
+    }
+
+    fn down(what: &str, version: &str) -> Error {
+        Error::KueueWebhook {
+            what: what.into(),
+            versions: format!("{GROUP}/{version}"),
+            cause: format!("conversion webhook for kueue.x-k8s.io/v1beta1, Kind={what} failed: connection refused"),
+        }
+    }
+
+    #[test]
+    fn v1beta2_first_then_v1beta1() {
+        assert_eq!(read_order(&["v1beta1", "v1beta2", "v1alpha1"]), ["v1beta2", "v1beta1"]);
+        assert_eq!(read_order(&["v1beta1"]), ["v1beta1"]);
+        assert!(read_order(&["v1alpha1"]).is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_conversion_failure_reads_the_next_version_served_with_a_warning() {
+        let served = read_served(&kueue(&["v1beta1", "v1beta2"]), &Log::silent(), async |k: &Kueue| {
+            if k.version == "v1beta2" { Err(down("ClusterQueues", "v1beta2")) } else { Ok(k.version.clone()) }
+        })
+        .await
+        .unwrap();
+        assert_eq!(served.value, "v1beta1");
+        assert_eq!(served.kueue.version, "v1beta1");
+        assert_eq!(
+            served.warning.unwrap(),
+            "Kueue's conversion webhook does not answer; reading kueue.x-k8s.io/v1beta1 (the API server cannot return \
+             ClusterQueues as kueue.x-k8s.io/v1beta2: conversion webhook for kueue.x-k8s.io/v1beta1, Kind=ClusterQueues \
+             failed: connection refused)"
+        );
+    }
+
+    #[tokio::test]
+    async fn no_warning_when_the_chosen_version_reads() {
+        let served = read_served(&kueue(&["v1beta1", "v1beta2"]), &Log::silent(), async |k: &Kueue| {
+            Ok::<_, Error>(k.version.clone())
+        })
+        .await
+        .unwrap();
+        assert_eq!((served.value.as_str(), served.warning), ("v1beta2", None));
+    }
+
+    #[tokio::test]
+    async fn when_no_version_reads_the_error_says_the_webhook_is_down() {
+        let e = read_served(&kueue(&["v1beta1", "v1beta2"]), &Log::silent(), async |k: &Kueue| {
+            Err::<(), _>(down("Workloads", &k.version))
+        })
+        .await
+        .err()
+        .unwrap();
+        assert_eq!(
+            e.to_string(),
+            "Kueue's webhook is down: the API server cannot return Workloads as kueue.x-k8s.io/v1beta2 or \
+             kueue.x-k8s.io/v1beta1: conversion webhook for kueue.x-k8s.io/v1beta1, Kind=Workloads failed: connection refused"
+        );
+        // Different objects failed at each version: only the last is named.
+        let e = read_served(&kueue(&["v1beta1", "v1beta2"]), &Log::silent(), async |k: &Kueue| {
+            Err::<(), _>(down(if k.version == "v1beta2" { "ClusterQueues" } else { "Workloads" }, &k.version))
+        })
+        .await
+        .err()
+        .unwrap();
+        assert!(e.to_string().contains("cannot return Workloads as kueue.x-k8s.io/v1beta1: "), "{e}");
+        // Any other error stops at once, without falling back.
+        let e = read_served(&kueue(&["v1beta1", "v1beta2"]), &Log::silent(), async |_: &Kueue| {
+            Err::<(), _>(Error::KueueMissing)
+        })
+        .await
+        .err()
+        .unwrap();
+        assert!(matches!(e, Error::KueueMissing));
+    }
 }

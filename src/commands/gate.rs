@@ -29,19 +29,26 @@ pub struct Collected {
     pub facts: GateFacts,
     pub waiting: Fetched<Vec<waiting::Waiting>>,
     pub server_date: Option<(k8s_openapi::jiff::Timestamp, k8s_openapi::jiff::Timestamp)>,
+    /// Why Kueue's objects were read at another version than discovery chose.
+    pub kueue_warning: Option<String>,
 }
 
 /// Reads everything the gate needs in two round trips: discovery alone (it also opens the
 /// connection, HTTP/2 where offered, that the rest share), then the Lease and every Kueue
-/// read concurrently.
+/// read concurrently. The Kueue reads run once more, at the next version served, only when
+/// Kueue's conversion webhook does not answer ([`fetch::read_served`]).
 pub async fn collect(conn: &Connection, opts: &GateOptions<'_>, log: &Log) -> Result<Collected, Error> {
     let kueue = fetch::discover_kueue(conn, log).await?;
-    let (lease, (cluster_queues, admission_checks, waiting)) =
-        futures::try_join!(fetch::lease(conn, &opts.settings.lease, log), kueue_reads(conn, &kueue, opts, log))?;
+    let (lease, served) = futures::try_join!(
+        fetch::lease(conn, &opts.settings.lease, log),
+        fetch::read_served(&kueue, log, async |k: &Kueue| kueue_reads(conn, k, opts, log).await),
+    )?;
+    let (cluster_queues, admission_checks, waiting) = served.value;
     Ok(Collected {
         facts: GateFacts { cluster_queues, admission_checks, lease },
         waiting,
         server_date: kueue.server_date,
+        kueue_warning: served.warning,
     })
 }
 
@@ -77,8 +84,8 @@ pub fn judge(
     now: k8s_openapi::jiff::Timestamp,
 ) -> GateRun {
     let report = gate::evaluate(opts.settings, &collected.facts, now);
-    let mut warnings: Vec<String> =
-        collected.server_date.and_then(|(server, local)| skew::server_clock(Some(server), local)).into_iter().collect();
+    let mut warnings: Vec<String> = collected.kueue_warning.into_iter().collect();
+    warnings.extend(collected.server_date.and_then(|(server, local)| skew::server_clock(Some(server), local)));
     warnings.extend(skew::lease_in_future(report.lease.facts.as_ref(), now));
     if let Fetched::Forbidden(d) = &collected.waiting {
         warnings.push(format!("cannot show waiting Workloads: missing RBAC: {}", d.rule));

@@ -142,10 +142,21 @@ pub async fn run(
     deps: &mut Deps<'_>,
 ) -> Result<Exit, Error> {
     let log = deps.log;
-    let kueue = fetch::discover_kueue(conn, log).await?;
+    let discovered = fetch::discover_kueue(conn, log).await?;
     let namespace = (!opts.all_namespaces).then(|| conn.namespace.clone());
-    let local_queues =
-        fetch::local_queues(conn, &kueue, namespace.as_deref(), log).await?.found().cloned().unwrap_or_default();
+    // The version the watches use is the one these first reads could be served at.
+    let served = fetch::read_served(&discovered, log, async |k: &Kueue| {
+        let (lqs, ()) = futures::try_join!(
+            fetch::local_queues(conn, k, namespace.as_deref(), log),
+            fetch::probe(conn, k, namespace.as_deref(), log)
+        )?;
+        Ok(lqs)
+    })
+    .await?;
+    if let Some(w) = &served.warning {
+        let _ = writeln!(deps.err, "Warning: {w}");
+    }
+    let (kueue, local_queues) = (served.kueue, served.value.found().cloned().unwrap_or_default());
     let streams = watches(conn, &kueue, opts, namespace.as_deref());
     let result = follow(streams, opts, live, namespace, &local_queues, deps).await;
     match result {
