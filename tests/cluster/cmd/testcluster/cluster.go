@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -92,17 +93,41 @@ func prepareDir(dir string) error {
 	return os.WriteFile(filepath.Join(dir, markerFile), []byte("testcluster state folder\n"), 0o600)
 }
 
+// freePorts returns n free loopback ports below the kernel's ephemeral range, so that a
+// kube-apiserver restarted on its port (start-apiserver) does not find it taken by the local
+// end of some outgoing connection, as a port the kernel handed out could be.
 func freePorts(n int) ([]int, error) {
+	lo := ephemeralLow()
 	var ports []int
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(ports) < n; tries++ {
+		addr := "127.0.0.1:0"
+		if lo > 11000 && tries < 200 {
+			addr = fmt.Sprintf("127.0.0.1:%d", 10000+mrand.IntN(lo-10000))
+		}
+		l, err := net.Listen("tcp", addr)
 		if err != nil {
+			if tries < 1000 {
+				continue
+			}
 			return nil, err
 		}
 		defer l.Close()
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// ephemeralLow is the first port of net.ipv4.ip_local_port_range (32768 if unreadable).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if lo, err := strconv.Atoi(f[0]); err == nil {
+				return lo
+			}
+		}
+	}
+	return 32768
 }
 
 // spawnReaper starts `testcluster _reap`, which tears the cluster down once owner dies.
