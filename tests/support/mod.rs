@@ -9,6 +9,7 @@
 pub mod controller;
 pub mod elector;
 pub mod fixtures;
+pub mod kueue;
 pub mod proxy;
 pub mod shapes;
 pub mod watch;
@@ -45,11 +46,22 @@ impl Cluster {
 
     /// A new cluster with the given Kueue CRDs (`none` for none).
     pub fn start(kueue: &str) -> Cluster {
+        Cluster::start_with(kueue, &[])
+    }
+
+    /// A new cluster with Kueue `version` running: its own controller manager, every CRD of
+    /// the version, its webhooks registered (see `support::kueue`).
+    pub fn start_with_kueue_manager(version: &str) -> Cluster {
+        Cluster::start_with(version, &["--kueue-manager"])
+    }
+
+    fn start_with(kueue: &str, extra: &[&str]) -> Cluster {
         let state_dir = std::env::temp_dir().join(unique("dispatch-cluster"));
         let out = Command::new(repo().join("tests/cluster/testcluster"))
             .args(["start", "--state-dir"])
             .arg(&state_dir)
             .args(["--kueue", kueue, "--owner-pid", &std::process::id().to_string()])
+            .args(extra)
             .stdin(Stdio::null())
             .output()
             .unwrap_or_else(|e| panic!("cannot run tests/cluster/testcluster: {e}"));
@@ -92,6 +104,20 @@ impl Cluster {
 
     pub fn stop(&self) {
         self.harness("stop");
+    }
+
+    /// Stops Kueue's manager (its webhooks stop answering); `start_kueue_manager` restarts it.
+    pub fn stop_kueue_manager(&self) {
+        self.harness("stop-kueue-manager");
+    }
+
+    pub fn start_kueue_manager(&self) {
+        self.harness("start-kueue-manager");
+    }
+
+    /// Kueue's manager's log (`--kueue-manager`).
+    pub fn kueue_manager_log(&self) -> PathBuf {
+        self.state_dir.join("kueue-manager.log")
     }
 
     /// `kubectl ARGS` with this cluster's kubeconfig.

@@ -1,0 +1,311 @@
+//! End to end through real Kueue: every Kueue line users run (v0.14.0, v0.15.0, v0.17.0), each
+//! on a cluster of its own with Kueue's own controller manager and webhooks
+//! (`testcluster start --kueue-manager`). Kueue creates the Workloads of suspended Jobs,
+//! reserves their quota and puts them at dispatch's check; a stand-in for dispatch-admission
+//! then answers the check, and the plugin shows what Kueue made of each answer.
+//!
+//! Kueue's manager is built from its pinned Go module on first use (minutes; see the README),
+//! then cached. A failing test prints the tail of the manager's log.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::Value;
+use support::Run;
+use support::fixtures;
+use support::kueue::{Kueue, condition, eventually};
+
+const NS: &str = "ml";
+const CHECK: &str = "dispatch";
+const LEASE: &str = "dispatch-system/dispatch-admission";
+
+/// The gate's waiting rows as (name, state, quotaReserved, message).
+fn rows(run: &Run) -> Vec<(String, String, bool, String)> {
+    let json = run.json();
+    json["waiting"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no waiting list in:\n{}", run.stdout))
+        .iter()
+        .map(|w| {
+            assert_eq!(w["clusterQueue"], "team-a", "{w}");
+            assert_eq!(w["check"], CHECK, "{w}");
+            (
+                w["name"].as_str().unwrap().to_string(),
+                w["state"].as_str().unwrap().to_string(),
+                w["quotaReserved"].as_bool().unwrap(),
+                w["message"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Each chain's verdict, reason and checks, the Lease's detail (it has the Lease's age) left out.
+fn judged(run: &Run) -> Vec<Value> {
+    let json = run.json();
+    json["chains"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no chains in:\n{}", run.stdout))
+        .iter()
+        .map(|chain| {
+            let mut chain = chain.clone();
+            if let Some(checks) = chain["checks"].as_array_mut() {
+                checks.iter_mut().filter(|c| c["id"] == "leaseHeartbeat").for_each(|c| c["detail"] = Value::Null);
+            }
+            chain
+        })
+        .collect()
+}
+
+fn row(name: &str, state: &str, reserved: bool, message: &str) -> (String, String, bool, String) {
+    (name.into(), state.into(), reserved, message.into())
+}
+
+/// The world of one scenario, as Kueue left it after dispatch answered.
+struct Answered {
+    ready: String,
+    retry: String,
+    rejected: String,
+}
+
+/// ResourceFlavor, dispatch's AdmissionCheck (Active through /status), ClusterQueue team-a
+/// listing it, team-b without it, their LocalQueues, a fresh Lease, and suspended Jobs: three
+/// on team-a (they wait at dispatch's check) and one on team-b (Kueue admits it at once).
+/// The gate lists exactly the three; then dispatch answers Ready, Retry and Rejected.
+fn scenario(k: &Kueue) -> Answered {
+    let c = &k.cluster;
+    k.apply(&format!(
+        "{}{}{}{}{}{}",
+        k.resource_flavor("default-flavor"),
+        k.admission_check(CHECK),
+        k.cluster_queue("team-a", "default-flavor", &[CHECK]),
+        k.cluster_queue("team-b", "default-flavor", &[]),
+        k.local_queue(NS, "q", "team-a"),
+        k.local_queue(NS, "qb", "team-b"),
+    ));
+    k.apply_status(&k.admission_check_active(CHECK));
+    c.apply(&fixtures::lease(
+        "dispatch-system",
+        "dispatch-admission",
+        Some("dispatch-admission-0"),
+        Some(0),
+        Some(300),
+    ));
+    // Kueue marks the ClusterQueue Active once the check it lists is.
+    eventually("Kueue makes ClusterQueue team-a Active", Duration::from_secs(60), || {
+        let cq = k.get(&["clusterqueues.kueue.x-k8s.io", "team-a"]);
+        let active = condition(&cq, "Active");
+        if active["status"] == "True" { Ok(()) } else { Err(active.to_string()) }
+    });
+
+    k.apply(&format!(
+        "{}{}{}{}",
+        k.job(NS, "job-a", "q"),
+        k.job(NS, "job-b", "q"),
+        k.job(NS, "job-c", "q"),
+        k.job(NS, "job-d", "qb")
+    ));
+    let wl: Vec<String> = ["job-a", "job-b", "job-c", "job-d"].iter().map(|j| k.workload_of(NS, j)).collect();
+    // Kueue reserves quota for all four; team-b's has no check and is admitted at once.
+    for name in &wl[..3] {
+        eventually(&format!("Kueue reserves quota for {name} and puts it at {CHECK}"), Duration::from_secs(60), || {
+            let w = k.workload(NS, name);
+            let at_check = w["status"]["admissionChecks"][0]["state"] == "Pending";
+            if condition(&w, "QuotaReserved")["status"] == "True" && at_check {
+                Ok(())
+            } else {
+                Err(w["status"].to_string())
+            }
+        });
+    }
+    eventually(&format!("Kueue admits {} (team-b lists no check)", wl[3]), Duration::from_secs(60), || {
+        let w = k.workload(NS, &wl[3]);
+        if condition(&w, "Admitted")["status"] == "True" { Ok(()) } else { Err(w["status"].to_string()) }
+    });
+
+    // The gate lists exactly the three at dispatch's Pending check.
+    let run = c.dispatch(&["gate", "-n", NS, "-o", "json"]);
+    run.expect_code(0);
+    assert_eq!(run.json()["verdict"], "yes", "{}", run.stdout);
+    let mut want: Vec<_> = wl[..3].iter().map(|n| row(n, "Pending", true, "")).collect();
+    want.sort();
+    assert_eq!(rows(&run), want, "stderr: {}", run.stderr);
+    let table = c.dispatch(&["gate", "-n", NS]);
+    table.expect_code(0);
+    for name in &wl[..3] {
+        let want = [NS, name.as_str(), "team-a", CHECK, "Pending"];
+        let found = table.lines().iter().any(|l| l.split_whitespace().take(5).eq(want.iter().copied()));
+        assert!(found, "no row {want:?} in:\n{}", table.stdout);
+    }
+    assert!(!table.stdout.contains(&wl[3]), "{}", table.stdout);
+
+    // dispatch answers.
+    k.set_check(NS, &wl[0], CHECK, "Ready", "placed on cluster far-1");
+    k.set_check(NS, &wl[1], CHECK, "Retry", "cluster far-2 is full; try again");
+    k.set_check(NS, &wl[2], CHECK, "Rejected", "no cluster can run this job");
+    Answered { ready: wl[0].clone(), retry: wl[1].clone(), rejected: wl[2].clone() }
+}
+
+/// What every Kueue line here does with dispatch's answers, read from Kueue itself and then
+/// from the plugin.
+fn kueue_acts(k: &Kueue, a: &Answered) {
+    let c = &k.cluster;
+    // Ready: Kueue admits the Workload and unsuspends its Job.
+    let admitted = eventually(&format!("Kueue admits {}", a.ready), Duration::from_secs(60), || {
+        let w = k.workload(NS, &a.ready);
+        let cond = condition(&w, "Admitted").clone();
+        if cond["status"] == "True" { Ok(cond) } else { Err(w["status"].to_string()) }
+    });
+    assert_eq!(admitted["message"], "The workload is admitted", "{admitted}");
+    eventually("Kueue unsuspends job-a", Duration::from_secs(30), || {
+        let job = k.get(&["job", "-n", NS, "job-a"]);
+        if job["spec"]["suspend"] == false { Ok(()) } else { Err(job["spec"].to_string()) }
+    });
+
+    // Retry: Kueue evicts the Workload, requeues it, reserves quota again and resets the check
+    // to Pending; it waits at dispatch's check again.
+    let retry_message = "Reset to Pending after eviction. Previously: Retry";
+    eventually(&format!("Kueue requeues {} at {CHECK} after Retry", a.retry), Duration::from_secs(60), || {
+        let w = k.workload(NS, &a.retry);
+        let check = &w["status"]["admissionChecks"][0];
+        let back = check["state"] == "Pending" && check["message"] == retry_message;
+        if back && condition(&w, "QuotaReserved")["status"] == "True" { Ok(()) } else { Err(w["status"].to_string()) }
+    });
+    let w = k.workload(NS, &a.retry);
+    assert_eq!(condition(&w, "Evicted")["message"], "Previously: At least one admission check is false", "{w}");
+
+    // Rejected: Kueue deactivates the Workload (spec.active false), releases its quota and
+    // resets the check to Pending; its Job stays suspended.
+    let reject_message = "Reset to Pending after eviction. Previously: Rejected";
+    let deactivated = "The workload is deactivated due to Admission check(s): dispatch, were rejected";
+    eventually(&format!("Kueue deactivates {} after Rejected", a.rejected), Duration::from_secs(60), || {
+        let w = k.workload(NS, &a.rejected);
+        let check = &w["status"]["admissionChecks"][0];
+        let done = w["spec"]["active"] == false
+            && check["state"] == "Pending"
+            && check["message"] == reject_message
+            && condition(&w, "QuotaReserved")["status"] == "False"
+            && condition(&w, "Evicted")["message"] == deactivated;
+        if done { Ok(()) } else { Err(format!("spec.active={} status={}", w["spec"]["active"], w["status"])) }
+    });
+    let job = k.get(&["job", "-n", NS, "job-c"]);
+    assert_eq!(job["spec"]["suspend"], true, "{}", job["spec"]);
+
+    // The plugin: the admitted Workload left the list; the retried one waits again.
+    let run = c.dispatch(&["gate", "-n", NS, "-o", "json"]);
+    run.expect_code(0);
+    assert_eq!(rows(&run), [row(&a.retry, "Pending", true, retry_message)], "stderr: {}", run.stderr);
+    // --all-states adds the deactivated one, at the check without quota, with Kueue's message.
+    let all = c.dispatch(&["gate", "-n", NS, "--all-states", "-o", "json"]);
+    all.expect_code(0);
+    let mut want =
+        vec![row(&a.retry, "Pending", true, retry_message), row(&a.rejected, "Pending", false, reject_message)];
+    want.sort();
+    assert_eq!(rows(&all), want, "stderr: {}", all.stderr);
+    let table = c.dispatch(&["gate", "-n", NS, "--all-states", "-o", "wide"]);
+    table.expect_code(0);
+    let line = |name: &str| table.lines().into_iter().find(|l| l.contains(name)).map(str::to_string);
+    assert!(line(&a.ready).is_none(), "{}", table.stdout);
+    let rejected = line(&a.rejected).unwrap_or_else(|| panic!("{}", table.stdout));
+    assert!(rejected.contains("Pending (no quota)") && rejected.ends_with(reject_message), "{rejected}");
+    let retried = line(&a.retry).unwrap_or_else(|| panic!("{}", table.stdout));
+    assert!(retried.contains(" Pending ") && retried.ends_with(retry_message), "{retried}");
+    table.expect_line("ReadmissionGate: yes (the adapter writes)");
+    assert!(table.stdout.contains(&format!("Lease {LEASE}")), "{}", table.stdout);
+}
+
+#[test]
+fn kueue_v0_14_0_v1beta1_only() {
+    let k = Kueue::start("v0.14.0");
+    let served = k.cluster.kubectl_ok(&["get", "--raw", "/apis/kueue.x-k8s.io"], None);
+    let group: Value = serde_json::from_str(&served).unwrap();
+    assert_eq!(group["preferredVersion"]["version"], "v1beta1", "{served}");
+    let answered = scenario(&k);
+    kueue_acts(&k, &answered);
+}
+
+#[test]
+fn kueue_v0_17_0() {
+    let k = Kueue::start("v0.17.0");
+    let answered = scenario(&k);
+    kueue_acts(&k, &answered);
+    // v1beta2 is stored: with the manager stopped (and kube-apiserver restarted, so that its
+    // watch cache, filled while the webhook answered, serves nothing), the gate reads as
+    // before, without a warning.
+    k.cluster.stop_kueue_manager();
+    k.cluster.kill_apiserver();
+    k.cluster.start_apiserver();
+    let run = k.cluster.dispatch(&["gate", "-n", NS, "--all-states", "-o", "json"]);
+    run.expect_code(0);
+    assert_eq!(run.stderr, "", "{}", run.stderr);
+    assert_eq!(rows(&run).len(), 2, "{}", run.stdout);
+}
+
+/// v0.15 serves v1beta2 through Kueue's conversion webhook and stores v1beta1.
+#[test]
+fn kueue_v0_15_0_conversion_webhook() {
+    let k = Kueue::start("v0.15.0");
+    let c = &k.cluster;
+    let answered = scenario(&k);
+    kueue_acts(&k, &answered);
+    let before = c.dispatch(&["gate", "-n", NS, "--all-states", "-o", "json"]);
+    before.expect_code(0);
+    assert_eq!(before.stderr, "", "{}", before.stderr);
+
+    // The webhook down: v1beta2 cannot be served, so the gate reads v1beta1 and says why.
+    // kube-apiserver serves lists from its watch cache, converted while the webhook answered;
+    // once it restarts (or for any read the cache does not serve), v1beta2 needs the webhook.
+    c.stop_kueue_manager();
+    c.kill_apiserver();
+    c.start_apiserver();
+    let raw = c.kubectl(&["get", "clusterqueues.v1beta2.kueue.x-k8s.io", "team-a"], None);
+    assert!(!raw.status.success(), "v1beta2 should need the webhook");
+    let run = c.dispatch(&["gate", "-n", NS, "--all-states", "-o", "json"]);
+    run.expect_code(0);
+    let warning = "Warning: Kueue's conversion webhook does not answer; reading kueue.x-k8s.io/v1beta1 (the API server cannot return ";
+    assert!(run.stderr.starts_with(warning), "stderr:\n{}", run.stderr);
+    assert!(run.stderr.contains("conversion webhook for kueue.x-k8s.io/v1beta1"), "{}", run.stderr);
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    assert_eq!(rows(&run), rows(&before), "the same answer from v1beta1");
+    assert_eq!(judged(&run), judged(&before), "the same verdict from v1beta1");
+    assert!(run.json()["warnings"][0].as_str().unwrap().starts_with(&warning["Warning: ".len()..]));
+    // The same for a table, and for --wait, which chooses its version before it watches.
+    let table = c.dispatch(&["gate", "-n", NS]);
+    table.expect_code(0).expect_line("ReadmissionGate: yes (the adapter writes)");
+    assert!(table.stderr.starts_with(warning), "{}", table.stderr);
+    let wait = c.dispatch(&["gate", "-n", NS, "--wait", "--timeout", "20s"]);
+    wait.expect_code(0).expect_line("ReadmissionGate: yes (the adapter writes)");
+    assert!(wait.stderr.starts_with(warning), "{}", wait.stderr);
+    assert!(wait.stdout.contains(&answered.retry), "{}", wait.stdout);
+
+    // When no version can be read, the error says Kueue's webhook is down. Mid-upgrade to a
+    // Kueue that stores v1beta2, new objects are stored as v1beta2 while older ones are still
+    // v1beta1; then both versions need the webhook.
+    c.start_kueue_manager();
+    let crd = k.get(&["crd", "workloads.kueue.x-k8s.io"]);
+    let versions: Vec<&str> =
+        crd["spec"]["versions"].as_array().unwrap().iter().map(|v| v["name"].as_str().unwrap()).collect();
+    let storage = |v: &str| versions.iter().position(|n| *n == v).unwrap();
+    let patch = format!(
+        r#"[{{"op":"replace","path":"/spec/versions/{}/storage","value":false}},{{"op":"replace","path":"/spec/versions/{}/storage","value":true}}]"#,
+        storage("v1beta1"),
+        storage("v1beta2")
+    );
+    c.kubectl_ok(&["patch", "crd", "workloads.kueue.x-k8s.io", "--type=json", "-p", &patch], None);
+    k.apply(&k.job(NS, "job-e", "q"));
+    let newer = k.workload_of(NS, "job-e");
+    c.stop_kueue_manager();
+    c.kill_apiserver();
+    c.start_apiserver();
+    let down = c.dispatch(&["gate", "-n", NS]);
+    // Only the Workloads fail at v1beta1; which read failed first at v1beta2 is a race.
+    down.expect_one_error("Kueue's webhook is down: the API server cannot return Workloads as ");
+    assert!(
+        down.stderr
+            .contains("kueue.x-k8s.io/v1beta1: conversion webhook for kueue.x-k8s.io/v1beta2, Kind=Workload failed: "),
+        "{}",
+        down.stderr
+    );
+    assert!(down.stderr.lines().nth(1).is_some_and(|h| h.contains("Kueue's controller manager")), "{}", down.stderr);
+    assert!(!newer.is_empty());
+}
