@@ -9,10 +9,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 	"unsafe"
@@ -328,6 +330,23 @@ func cmdKillAPIServer(dir string) int {
 	return 0
 }
 
+// waitBindable waits, up to limit, until the host:port of url can be listened on.
+func waitBindable(url string, limit time.Duration) {
+	addr := strings.TrimPrefix(url, "https://")
+	deadline := time.Now().Add(limit)
+	for {
+		l, err := net.Listen("tcp", addr)
+		if err == nil {
+			l.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 func cmdStartAPIServer(dir string) int {
 	if err := checkStateDir(dir); err != nil {
 		return fail("%v", err)
@@ -344,14 +363,26 @@ func cmdStartAPIServer(dir string) int {
 		return fail("%s.json: %v", apiserverName, err)
 	}
 	t0 := time.Now()
-	p, err := spawn(dir, apiserverName, spec.Bin, spec.Args)
-	if err == nil {
-		err = waitReady(filepath.Join(dir, "pki"), spec.URL, 90*time.Second, p)
-		if err != nil {
-			tail := logTail(dir, apiserverName, 12)
-			stopProcs([]int{p.pid})
-			err = errors.New(err.Error() + "\n" + tail)
+	// The killed server's port can stay taken for a moment (its connections closing on a
+	// loaded machine): wait until it can be bound, and start again a server that still found
+	// it taken.
+	for attempt := 1; ; attempt++ {
+		waitBindable(spec.URL, 30*time.Second)
+		var p *proc
+		p, err = spawn(dir, apiserverName, spec.Bin, spec.Args)
+		if err == nil {
+			err = waitReady(filepath.Join(dir, "pki"), spec.URL, 90*time.Second, p)
+			if err != nil {
+				tail := logTail(dir, apiserverName, 12)
+				stopProcs([]int{p.pid})
+				if attempt < 3 && strings.Contains(tail, "address already in use") {
+					time.Sleep(time.Second)
+					continue
+				}
+				err = errors.New(err.Error() + "\n" + tail)
+			}
 		}
+		break
 	}
 	if err != nil {
 		return fail("start-apiserver: %v", err)
