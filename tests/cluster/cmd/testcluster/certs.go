@@ -98,13 +98,7 @@ func makePKI(dir string) (*pki, error) {
 	if err != nil {
 		return nil, fmt.Errorf("CA: %w", err)
 	}
-	p.serving, err = issue(&x509.Certificate{
-		Subject:     pkix.Name{CommonName: "kube-apiserver"},
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		DNSNames:    []string{"localhost"},
-	}, &p.ca)
+	p.serving, err = issueServing("kube-apiserver", &p.ca)
 	if err != nil {
 		return nil, fmt.Errorf("serving certificate: %w", err)
 	}
@@ -145,4 +139,15 @@ func makePKI(dir string) (*pki, error) {
 		}
 	}
 	return p, nil
+}
+
+// issueServing issues a server certificate for 127.0.0.1 and localhost, signed by ca.
+func issueServing(name string, ca *keyPair) (keyPair, error) {
+	return issue(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: name},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		DNSNames:    []string{"localhost"},
+	}, ca)
 }

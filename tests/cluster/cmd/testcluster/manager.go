@@ -26,13 +26,10 @@ package main
 
 import (
 	"bytes"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -278,13 +275,7 @@ func setUpKueueManager(cfg config, p *pki, kueueDir, kubeconfig string) error {
 		return err
 	}
 	webhookURL := fmt.Sprintf("https://127.0.0.1:%d", ports[0])
-	serving, err := issue(&x509.Certificate{
-		Subject:     pkix.Name{CommonName: "kueue-webhook"},
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		DNSNames:    []string{"localhost"},
-	}, &p.ca)
+	serving, err := issueServing("kueue-webhook", &p.ca)
 	if err != nil {
 		return fmt.Errorf("Kueue webhook certificate: %w", err)
 	}
