@@ -217,7 +217,7 @@ pub fn kubectl_complete(words: &[String], names: &dyn Names) -> String {
             DIRECTIVE_NO_FILE
         } else if let Some(arg) = sub.get_positionals().nth(line.positionals) {
             // A positional's names are looked up by its verb: `workload`'s NAME, Workloads.
-            out.values_named(&arg, sub.get_name(), current, "", &line.connection, names)
+            out.values_named(arg, sub.get_name(), current, "", &line.connection, names)
         } else {
             DIRECTIVE_NO_FILE
         }

@@ -150,7 +150,10 @@ fn pending_at_dispatch_with_a_stale_lease() {
     assert_eq!(results(chain), results(&doc["gate"]));
     assert_eq!(chain["admissionChecks"], doc["gate"]["admissionChecks"]);
     for reason in [&chain["reason"], &doc["gate"]["reason"]] {
-        assert!(reason.as_str().unwrap().starts_with("the admission controller's Lease was last renewed 3m"), "{reason}");
+        assert!(
+            reason.as_str().unwrap().starts_with("the admission controller's Lease was last renewed 3m"),
+            "{reason}"
+        );
     }
     assert_eq!(doc["position"]["status"], "notAsked", "quota is reserved");
 
@@ -162,8 +165,11 @@ fn pending_at_dispatch_with_a_stale_lease() {
     let row = table.lines().into_iter().any(|l| l.split_whitespace().eq(want.iter().copied()));
     assert!(row, "no row {want:?} in:\n{}", table.stdout);
     table.expect_line(&format!("{}: retryCount 1", prov(&s)));
-    table.expect_line(&format!("{}: podSetUpdate main: nodeSelector cloud=far-1; tolerations gpu:NoSchedule", prov(&s)));
-    assert!(table.stdout.contains("ReadmissionGate: no (observe-only): the admission controller's Lease was last renewed"));
+    table
+        .expect_line(&format!("{}: podSetUpdate main: nodeSelector cloud=far-1; tolerations gpu:NoSchedule", prov(&s)));
+    assert!(
+        table.stdout.contains("ReadmissionGate: no (observe-only): the admission controller's Lease was last renewed")
+    );
     assert!(
         last_line(&table).starts_with(&format!(
             "Workload {}/{name}: waits at dispatch's Pending check; the controller's Lease has been stale for 3m",
@@ -248,7 +254,10 @@ fn admitted_finished_deactivated_and_retry() {
     assert_eq!(doc["stage"], "retry");
     let summary = doc["summary"].as_str().unwrap();
     assert!(
-        summary.starts_with(&format!("check {} asks to retry: \"capacity not available\"; Kueue requeues it in 9m", prov(&s))),
+        summary.starts_with(&format!(
+            "check {} asks to retry: \"capacity not available\"; Kueue requeues it in 9m",
+            prov(&s)
+        )),
         "{summary}"
     );
     assert_eq!(doc["admissionChecks"][0]["retryCount"], 2);
@@ -284,7 +293,14 @@ fn waiting_for_quota_and_the_visibility_api_notes() {
 
     // kubectl, the oracle: the visibility API is not served here.
     let raw = c.kubectl(
-        &["get", "--raw", &format!("/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{}/localqueues/{}/pendingworkloads", s.ns, s.lq)],
+        &[
+            "get",
+            "--raw",
+            &format!(
+                "/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{}/localqueues/{}/pendingworkloads",
+                s.ns, s.lq
+            ),
+        ],
         None,
     );
     assert!(!raw.status.success() && String::from_utf8_lossy(&raw.stderr).contains("NotFound"), "{raw:?}");
@@ -320,14 +336,21 @@ fn waiting_for_quota_and_the_visibility_api_notes() {
         format!("get localqueues/pendingworkloads.visibility.kueue.x-k8s.io \"{}\" in namespace {}", s.lq, s.ns)
     );
     let table = c.dispatch(&s.args("workload", &["big", "-n", &s.ns, "--as", &reader]));
-    assert!(table.stdout.contains("note: no queue position: Kueue's visibility API is forbidden (missing RBAC: "), "{}", table.stdout);
+    assert!(
+        table.stdout.contains("note: no queue position: Kueue's visibility API is forbidden (missing RBAC: "),
+        "{}",
+        table.stdout
+    );
     assert_eq!(table.stderr, "", "a forbidden position is a note, not a warning or error");
 
     // A Workload in a queue that does not exist.
     c.apply(&workload(&s.ns, "lost", "no-such-queue", "", &status));
     let lost = explain(c, &s, "lost", &["-o", "json"]);
     lost.expect_code(3);
-    assert_eq!(lost.json()["summary"], format!("waits for LocalQueue no-such-queue, which does not exist in namespace {}", s.ns));
+    assert_eq!(
+        lost.json()["summary"],
+        format!("waits for LocalQueue no-such-queue, which does not exist in namespace {}", s.ns)
+    );
 }
 
 #[test]
@@ -346,13 +369,17 @@ fn errors_as_kubectl_words_them() {
     assert_eq!(run.stderr.lines().next().unwrap(), format!("error: {words}"));
     assert_eq!(
         run.stderr.lines().nth(1),
-        Some(&*format!("no such Workload in namespace {ns}; list them with 'kubectl get workloads.kueue.x-k8s.io -n {ns}'", ns = s.ns))
+        Some(&*format!(
+            "no such Workload in namespace {ns}; list them with 'kubectl get workloads.kueue.x-k8s.io -n {ns}'",
+            ns = s.ns
+        ))
     );
 
     // Forbidden: exit 4, the server's words again.
     let kubectl = c.kubectl(&["get", "workloads.kueue.x-k8s.io", "mine", "-n", &s.ns, "--as", "nobody"], None);
     let kubectl_line = String::from_utf8_lossy(&kubectl.stderr).lines().next().unwrap_or_default().to_string();
-    let words = kubectl_line.strip_prefix("Error from server (Forbidden): ").unwrap_or_else(|| panic!("{kubectl_line}"));
+    let words =
+        kubectl_line.strip_prefix("Error from server (Forbidden): ").unwrap_or_else(|| panic!("{kubectl_line}"));
     let run = explain(c, &s, "mine", &["--as", "nobody"]);
     run.expect_code(4);
     assert_eq!(run.stderr, format!("error: {words}\n"));
@@ -382,7 +409,8 @@ fn the_namespace_defaults_to_the_contexts_as_kubectl_does() {
     };
     with(&["config", "set-context", "--current", &format!("--namespace={}", s.ns)]).expect_code(0);
     with(&["get", "workloads.kueue.x-k8s.io", "here"]).expect_code(0);
-    let run = with(&["dispatch", "workload", "here", "--controller-name", &s.controller, "--lease", &s.lease, "-o", "json"]);
+    let run =
+        with(&["dispatch", "workload", "here", "--controller-name", &s.controller, "--lease", &s.lease, "-o", "json"]);
     run.expect_code(3);
     assert_eq!(run.json()["namespace"], s.ns.as_str());
     // -n wins over the context, for both.
@@ -444,7 +472,13 @@ fn through_kueues_manager() {
     ));
     k.apply_status(&k.admission_check_active("dispatch"));
     // The controller's Lease, last renewed 5 minutes ago: stale.
-    c.apply(&fixtures::lease("dispatch-system", "dispatch-admission", Some("dispatch-admission-0_1"), Some(300), Some(15)));
+    c.apply(&fixtures::lease(
+        "dispatch-system",
+        "dispatch-admission",
+        Some("dispatch-admission-0_1"),
+        Some(300),
+        Some(15),
+    ));
     eventually("Kueue makes ClusterQueue team-a Active", Duration::from_secs(60), || {
         let cq = k.get(&["clusterqueues.kueue.x-k8s.io", "team-a"]);
         if condition(&cq, "Active")["status"] == "True" { Ok(()) } else { Err(cq["status"].to_string()) }
@@ -457,12 +491,20 @@ fn through_kueues_manager() {
     eventually(&format!("Kueue puts {a} at dispatch's check"), Duration::from_secs(60), || {
         let w = k.workload(ns, &a);
         let pending = w["status"]["admissionChecks"][0]["state"] == "Pending";
-        if condition(&w, "QuotaReserved")["status"] == "True" && pending { Ok(()) } else { Err(w["status"].to_string()) }
+        if condition(&w, "QuotaReserved")["status"] == "True" && pending {
+            Ok(())
+        } else {
+            Err(w["status"].to_string())
+        }
     });
     let refused = eventually(&format!("Kueue refuses quota to {b}"), Duration::from_secs(60), || {
         let w = k.workload(ns, &b);
         let q = condition(&w, "QuotaReserved").clone();
-        if q["status"] == "False" && q["message"].as_str().is_some_and(|m| !m.is_empty()) { Ok(q) } else { Err(w["status"].to_string()) }
+        if q["status"] == "False" && q["message"].as_str().is_some_and(|m| !m.is_empty()) {
+            Ok(q)
+        } else {
+            Err(w["status"].to_string())
+        }
     });
 
     let run = c.dispatch(&["workload", &a, "-n", ns, "-o", "json"]);
@@ -470,7 +512,10 @@ fn through_kueues_manager() {
     let doc = run.json();
     assert_eq!(doc["stage"], "waitingAtDispatch", "{}", run.stdout);
     assert!(
-        doc["summary"].as_str().unwrap().starts_with("waits at dispatch's Pending check; the controller's Lease has been stale for 4m"),
+        doc["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("waits at dispatch's Pending check; the controller's Lease has been stale for 4m"),
         "{}",
         doc["summary"]
     );
@@ -490,7 +535,11 @@ fn through_kueues_manager() {
     assert_eq!(doc["quota"]["condition"]["message"], refused["message"]);
     let want = format!(
         "waits for quota{} (Kueue: {}: {})",
-        if doc["admissionChecks"].as_array().is_some_and(|c| !c.is_empty()) { ", not yet at dispatch's check" } else { "" },
+        if doc["admissionChecks"].as_array().is_some_and(|c| !c.is_empty()) {
+            ", not yet at dispatch's check"
+        } else {
+            ""
+        },
         refused["reason"].as_str().unwrap(),
         refused["message"].as_str().unwrap()
     );
@@ -519,7 +568,11 @@ fn through_kueues_manager() {
     eventually(&format!("Kueue reserves quota for {a} again"), Duration::from_secs(60), || {
         let w = k.workload(ns, &a);
         let pending = w["status"]["admissionChecks"][0]["state"] == "Pending";
-        if condition(&w, "QuotaReserved")["status"] == "True" && pending { Ok(()) } else { Err(w["status"].to_string()) }
+        if condition(&w, "QuotaReserved")["status"] == "True" && pending {
+            Ok(())
+        } else {
+            Err(w["status"].to_string())
+        }
     });
     k.set_check(ns, &a, "dispatch", "Ready", "placed on far-1");
     eventually(&format!("Kueue admits {a}"), Duration::from_secs(60), || {
