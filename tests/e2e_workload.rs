@@ -456,11 +456,24 @@ fn kubectl_completes_workload_names() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
-/// Through Kueue's own manager (v0.17.0): Kueue reserves quota and puts the Workload at
-/// dispatch's check, and refuses quota to one that does not fit, in its own words.
+/// Through Kueue v0.17.0's own manager (v1beta2 stored).
 #[test]
-fn through_kueues_manager() {
-    let k = Kueue::start("v0.17.0");
+fn through_kueues_manager_v0_17_0() {
+    through_kueues_manager("v0.17.0");
+}
+
+/// Through Kueue v0.14.0's own manager: v1beta1 only, no retryCount or requeueAfterSeconds.
+#[test]
+fn through_kueues_manager_v0_14_0_v1beta1() {
+    through_kueues_manager("v0.14.0");
+}
+
+/// Kueue reserves quota and puts the Workload at dispatch's check, refuses quota to one that
+/// does not fit, in its own words, counts a Retry (from v0.15), and admits after Ready.
+fn through_kueues_manager(version: &'static str) {
+    let k = Kueue::start(version);
+    // retryCount and requeueAfterSeconds came with Kueue v0.15.
+    let counts = version != "v0.14.0";
     let c = &k.cluster;
     let ns = "ml";
     k.apply(&format!(
@@ -483,25 +496,14 @@ fn through_kueues_manager() {
         let cq = k.get(&["clusterqueues.kueue.x-k8s.io", "team-a"]);
         if condition(&cq, "Active")["status"] == "True" { Ok(()) } else { Err(cq["status"].to_string()) }
     });
-    // job-a fits (1 cpu of 8); job-big asks for 20 cpu.
-    let big = k.job(ns, "job-big", "q").replace("cpu: \"1\"", "cpu: \"20\"");
-    k.apply(&format!("{}{big}", k.job(ns, "job-a", "q")));
+    // job-a takes 1 cpu of 8.
+    k.apply(&k.job(ns, "job-a", "q"));
     let a = k.workload_of(ns, "job-a");
-    let b = k.workload_of(ns, "job-big");
     eventually(&format!("Kueue puts {a} at dispatch's check"), Duration::from_secs(60), || {
         let w = k.workload(ns, &a);
         let pending = w["status"]["admissionChecks"][0]["state"] == "Pending";
         if condition(&w, "QuotaReserved")["status"] == "True" && pending {
             Ok(())
-        } else {
-            Err(w["status"].to_string())
-        }
-    });
-    let refused = eventually(&format!("Kueue refuses quota to {b}"), Duration::from_secs(60), || {
-        let w = k.workload(ns, &b);
-        let q = condition(&w, "QuotaReserved").clone();
-        if q["status"] == "False" && q["message"].as_str().is_some_and(|m| !m.is_empty()) {
-            Ok(q)
         } else {
             Err(w["status"].to_string())
         }
@@ -515,7 +517,7 @@ fn through_kueues_manager() {
         doc["summary"]
             .as_str()
             .unwrap()
-            .starts_with("waits at dispatch's Pending check; the controller's Lease has been stale for 4m"),
+            .starts_with("waits at dispatch's Pending check; the controller's Lease has been stale for "),
         "{}",
         doc["summary"]
     );
@@ -526,6 +528,63 @@ fn through_kueues_manager() {
     assert_eq!(doc["admissionChecks"][0]["dispatch"], true);
     assert_eq!(doc["gate"]["verdict"], "no");
 
+    // dispatch answers Retry with a delay: Kueue counts the retry and requeues the Workload,
+    // and the plugin shows Kueue's count.
+    let delay = if counts { "    requeueAfterSeconds: 1\n" } else { "" };
+    k.apply_status(&format!(
+        "apiVersion: {}\nkind: Workload\nmetadata:\n  name: {a}\n  namespace: {ns}\nstatus:\n  admissionChecks:\n  - name: dispatch\n    state: Retry\n    message: \"far-1 is full\"\n{delay}    lastTransitionTime: \"{}\"\n",
+        k.api,
+        time_ago(0)
+    ));
+    let reset = eventually(&format!("Kueue resets {a}'s check after Retry"), Duration::from_secs(60), || {
+        let w = k.workload(ns, &a);
+        let check = w["status"]["admissionChecks"][0].clone();
+        let done = check["message"] == "Reset to Pending after eviction. Previously: Retry";
+        if done && (!counts || check["retryCount"] == 1) { Ok(check) } else { Err(w["status"].to_string()) }
+    });
+    let run = c.dispatch(&["workload", &a, "-n", ns, "-o", "json"]);
+    let doc = run.json();
+    // What Kueue wrote, no more: a count and a delay where this Kueue has them, null where not.
+    assert_eq!(doc["admissionChecks"][0]["retryCount"], reset["retryCount"], "{}", run.stdout);
+    assert_eq!(doc["admissionChecks"][0]["requeueAfterSeconds"], reset["requeueAfterSeconds"]);
+    if counts {
+        assert_eq!(doc["admissionChecks"][0]["retryCount"], 1);
+        assert_eq!(doc["admissionChecks"][0]["requeueAfterSeconds"], 1);
+    } else {
+        assert!(doc["admissionChecks"][0]["retryCount"].is_null());
+    }
+
+    // dispatch answers Ready (once Kueue reserved quota again): Kueue admits it.
+    eventually(&format!("Kueue reserves quota for {a} again"), Duration::from_secs(60), || {
+        let w = k.workload(ns, &a);
+        let pending = w["status"]["admissionChecks"][0]["state"] == "Pending";
+        if condition(&w, "QuotaReserved")["status"] == "True" && pending {
+            Ok(())
+        } else {
+            Err(w["status"].to_string())
+        }
+    });
+    k.set_check(ns, &a, "dispatch", "Ready", "placed on far-1");
+    eventually(&format!("Kueue admits {a}"), Duration::from_secs(60), || {
+        let w = k.workload(ns, &a);
+        if condition(&w, "Admitted")["status"] == "True" { Ok(()) } else { Err(w["status"].to_string()) }
+    });
+    let run = c.dispatch(&["workload", &a, "-n", ns]);
+    run.expect_code(0);
+    assert_eq!(last_line(&run), format!("Workload {ns}/{a}: admitted"));
+
+    // job-big asks for all 8 cpu while job-a holds 1: Kueue refuses it quota, in its words.
+    k.apply(&k.job(ns, "job-big", "q").replace("cpu: \"1\"", "cpu: \"8\""));
+    let b = k.workload_of(ns, "job-big");
+    let refused = eventually(&format!("Kueue refuses quota to {b}"), Duration::from_secs(60), || {
+        let w = k.workload(ns, &b);
+        let q = condition(&w, "QuotaReserved").clone();
+        if q["status"] == "False" && q["message"].as_str().is_some_and(|m| !m.is_empty()) {
+            Ok(q)
+        } else {
+            Err(w["status"].to_string())
+        }
+    });
     // Waiting for quota: Kueue's own reason and message, word for word.
     let run = c.dispatch(&["workload", &b, "-n", ns, "-o", "json"]);
     run.expect_code(3);
@@ -546,40 +605,4 @@ fn through_kueues_manager() {
     assert_eq!(doc["summary"], want.as_str());
     // Kueue's manager runs here with its visibility server off: the note says it is not served.
     assert_eq!(doc["position"]["status"], "notServed");
-
-    // dispatch answers Retry with a delay: Kueue counts the retry and requeues the Workload,
-    // and the plugin shows Kueue's count.
-    k.apply_status(&format!(
-        "apiVersion: {}\nkind: Workload\nmetadata:\n  name: {a}\n  namespace: {ns}\nstatus:\n  admissionChecks:\n  - name: dispatch\n    state: Retry\n    message: \"far-1 is full\"\n    requeueAfterSeconds: 1\n    lastTransitionTime: \"{}\"\n",
-        k.api,
-        time_ago(0)
-    ));
-    let counted = eventually(&format!("Kueue counts the retry of {a}"), Duration::from_secs(60), || {
-        let w = k.workload(ns, &a);
-        let check = w["status"]["admissionChecks"][0].clone();
-        if check["retryCount"] == 1 { Ok(check) } else { Err(w["status"].to_string()) }
-    });
-    let run = c.dispatch(&["workload", &a, "-n", ns, "-o", "json"]);
-    let doc = run.json();
-    assert_eq!(doc["admissionChecks"][0]["retryCount"], 1, "{}", run.stdout);
-    assert_eq!(doc["admissionChecks"][0]["requeueAfterSeconds"], counted["requeueAfterSeconds"]);
-
-    // dispatch answers Ready (once Kueue reserved quota again): Kueue admits it.
-    eventually(&format!("Kueue reserves quota for {a} again"), Duration::from_secs(60), || {
-        let w = k.workload(ns, &a);
-        let pending = w["status"]["admissionChecks"][0]["state"] == "Pending";
-        if condition(&w, "QuotaReserved")["status"] == "True" && pending {
-            Ok(())
-        } else {
-            Err(w["status"].to_string())
-        }
-    });
-    k.set_check(ns, &a, "dispatch", "Ready", "placed on far-1");
-    eventually(&format!("Kueue admits {a}"), Duration::from_secs(60), || {
-        let w = k.workload(ns, &a);
-        if condition(&w, "Admitted")["status"] == "True" { Ok(()) } else { Err(w["status"].to_string()) }
-    });
-    let run = c.dispatch(&["workload", &a, "-n", ns]);
-    run.expect_code(0);
-    assert_eq!(last_line(&run), format!("Workload {ns}/{a}: admitted"));
 }
