@@ -134,7 +134,6 @@ pub enum Stage {
     WaitingAtDispatch,
     WaitingAtCheck,
     WaitingForAdmission,
-    Unknown,
 }
 
 impl Stage {
@@ -151,7 +150,6 @@ impl Stage {
             Stage::WaitingAtDispatch => "waitingAtDispatch",
             Stage::WaitingAtCheck => "waitingAtCheck",
             Stage::WaitingForAdmission => "waitingForAdmission",
-            Stage::Unknown => "unknown",
         }
     }
 
@@ -241,7 +239,8 @@ pub fn explain(settings: &GateSettings, input: &WorkloadInput, now: Timestamp) -
         gate,
         lease,
         position,
-        stage: Stage::Unknown,
+        // Decided just below, from the rest.
+        stage: Stage::WaitingForAdmission,
         summary: String::new(),
     };
     let (stage, summary) = conclude(&e, &input.local_queue);
@@ -275,7 +274,7 @@ fn conclude(e: &Explanation, local_queue: &Fetched<LocalQueue>) -> (Stage, Strin
         return (Stage::Finished, format!("finished{}", kueue_says(cond("Finished"))));
     }
     if !e.active {
-        let why = cond("Evicted").filter(|c| c.is_true()).or(cond("Finished"));
+        let why = cond("Evicted").filter(|c| c.is_true());
         return (
             Stage::Deactivated,
             format!("deactivated (spec.active is false): Kueue will not admit it{}", kueue_says(why)),
