@@ -606,3 +606,39 @@ fn through_kueues_manager(version: &'static str) {
     // Kueue's manager runs here with its visibility server off: the note says it is not served.
     assert_eq!(doc["position"]["status"], "notServed");
 }
+
+/// Everything `workload` sends is a read, the visibility API's GET included (the apiserver's
+/// audit log, by the plugin's user agent).
+#[test]
+fn the_workload_verb_only_reads() {
+    let c = Cluster::shared();
+    let s = Scenario::new("wl-audit");
+    let status = format!("  conditions:\n{}", cond("QuotaReserved", "False", "Pending", "waiting for quota", 60));
+    c.apply(&(world(&s, 1) + &workload(&s.ns, "audited", &s.lq, "", &status)));
+    explain(c, &s, "audited", &[]).expect_code(3);
+    let wanted = [
+        format!("/namespaces/{}/workloads/audited", s.ns),
+        format!("/namespaces/{}/localqueues/{}", s.ns, s.lq),
+        format!("/namespaces/{}/localqueues/{}/pendingworkloads", s.ns, s.lq),
+    ];
+    let seen = eventually("the audit log records the workload verb's requests", Duration::from_secs(10), || {
+        let body = std::fs::read_to_string(c.audit_log()).map_err(|e| e.to_string())?;
+        let seen: Vec<(String, String)> = body
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|e| e["userAgent"].as_str().is_some_and(|a| a.starts_with("kubectl-dispatch/")))
+            .map(|e| {
+                (
+                    e["verb"].as_str().unwrap_or_default().to_string(),
+                    e["requestURI"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect();
+        let all = wanted
+            .iter()
+            .all(|w| seen.iter().any(|(_, uri)| uri.split('?').next().unwrap_or_default().ends_with(w.as_str())));
+        if all { Ok(seen) } else { Err(format!("{seen:#?}")) }
+    });
+    let writes: Vec<_> = seen.iter().filter(|(verb, _)| !matches!(verb.as_str(), "get" | "list" | "watch")).collect();
+    assert!(writes.is_empty(), "the plugin sent more than reads: {writes:#?}");
+}
