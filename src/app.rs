@@ -4,7 +4,7 @@
 use crate::cluster::connect;
 use crate::commands::fleet::{self, FleetOptions};
 use crate::commands::gate::{self, GateOptions};
-use crate::commands::{Deps, gate_watch, lease, lease_watch};
+use crate::commands::{Deps, gate_watch, lease, lease_watch, workload};
 use crate::error::Error;
 use crate::exit::Exit;
 use crate::settings::{Invocation, Verb};
@@ -47,6 +47,10 @@ pub async fn run(inv: &Invocation, deps: &mut Deps<'_>) -> Result<Exit, Error> {
                 None => lease::run(&conn, lease, *output, deps).await,
                 Some(watch) => lease_watch::run(&conn, lease, *output, *watch, deps).await,
             }
+        }
+        Verb::Workload { name, settings, output } => {
+            let conn = connect().await?;
+            workload::run(&conn, name, settings, *output, deps).await
         }
     }
 }

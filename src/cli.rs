@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum, ValueHint};
 
 use crate::core::lease::LeaseRef;
-use crate::exit::EXIT_CODES_HELP;
+use crate::exit::{EXIT_CODES_HELP, WORKLOAD_EXIT_CODES_HELP};
 
 /// See whether dispatch's readmission gate holds, why, and what waits because of it.
 #[derive(Debug, Parser)]
@@ -37,6 +37,10 @@ pub enum Command {
     /// status.
     #[command(after_help = EXIT_CODES_HELP)]
     Lease(LeaseArgs),
+    /// One Workload explained: its queues, quota, admission checks, the gate of its
+    /// ClusterQueue when dispatch's check is among them, and where it is stuck.
+    #[command(visible_aliases = ["workloads", "kwl"], after_help = WORKLOAD_EXIT_CODES_HELP)]
+    Workload(WorkloadArgs),
     /// Print a shell completion script for kubectl-dispatch (bash, zsh, fish or powershell)
     Completion(crate::complete::CompletionArgs),
 }
@@ -252,4 +256,44 @@ pub enum Until {
     Stale,
     /// Another holder takes the Lease
     HolderChange,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkloadArgs {
+    /// The Workload's name (in -n NAMESPACE, else the context's namespace)
+    #[arg(value_name = "NAME")]
+    pub name: String,
+
+    /// The controller's Lease [default: dispatch-system/dispatch-admission]
+    #[arg(long, value_name = "NAMESPACE/NAME")]
+    pub lease: Option<LeaseRef>,
+
+    /// dispatch's controllerName on AdmissionChecks [default: dispatch-admission]
+    #[arg(long, value_name = "NAME")]
+    pub controller_name: Option<String>,
+
+    /// dispatch's AdmissionCheck (default: those whose controllerName is dispatch's)
+    #[arg(long, value_name = "NAME")]
+    pub admission_check: Option<String>,
+
+    /// Read these settings from the adapter's YAML config (kueue.admissionLease, ...)
+    #[arg(value_hint = ValueHint::FilePath, long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+impl WorkloadArgs {
+    /// The settings that name dispatch's objects, as `gate` takes them (no ClusterQueue: the
+    /// Workload's own is judged).
+    pub fn target(&self) -> TargetArgs {
+        TargetArgs {
+            lease: self.lease.clone(),
+            controller_name: self.controller_name.clone(),
+            cluster_queues: Vec::new(),
+            admission_check: self.admission_check.clone(),
+            config: self.config.clone(),
+        }
+    }
 }

@@ -122,6 +122,8 @@ impl Names for Live {
             "namespace" => Lookup::Namespaces,
             "cluster-queue" => Lookup::Kueue("ClusterQueue", "clusterqueues"),
             "admission-check" => Lookup::Kueue("AdmissionCheck", "admissionchecks"),
+            // `workload NAME`: the Workloads of -n, else of the context's namespace.
+            "workload" => Lookup::Workloads,
             _ => return None,
         };
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
@@ -135,6 +137,7 @@ impl Names for Live {
 enum Lookup {
     Namespaces,
     Kueue(&'static str, &'static str),
+    Workloads,
 }
 
 async fn lookup(kind: Lookup, connection: &ConnectionArgs) -> Option<Vec<String>> {
@@ -146,13 +149,20 @@ async fn lookup(kind: Lookup, connection: &ConnectionArgs) -> Option<Vec<String>
     let params = ListParams::default();
     let list = match kind {
         Lookup::Namespaces => Api::<Namespace>::all(conn.client.clone()).list_metadata(&params).await.ok()?,
-        Lookup::Kueue(kind, plural) => {
+        Lookup::Kueue(..) | Lookup::Workloads => {
+            let (kind, plural) = match kind {
+                Lookup::Kueue(kind, plural) => (kind, plural),
+                _ => ("Workload", "workloads"),
+            };
             let kueue = fetch::discover_kueue(&conn, &log).await.ok()?;
             // Names only; Kueue's conversion webhook being down must not hide them.
             let served = fetch::read_served(&kueue, &log, async |k: &fetch::Kueue| {
                 let gvk = GroupVersionKind::gvk("kueue.x-k8s.io", &k.version, kind);
-                let api: Api<DynamicObject> =
-                    Api::all_with(conn.client.clone(), &ApiResource::from_gvk_with_plural(&gvk, plural));
+                let resource = ApiResource::from_gvk_with_plural(&gvk, plural);
+                let api: Api<DynamicObject> = match kind {
+                    "Workload" => Api::namespaced_with(conn.client.clone(), &conn.namespace, &resource),
+                    _ => Api::all_with(conn.client.clone(), &resource),
+                };
                 api.list_metadata(&params).await.map_err(|e| fetch::list_error(e, &conn, k, kind))
             })
             .await
@@ -204,12 +214,13 @@ pub fn kubectl_complete(words: &[String], names: &dyn Names) -> String {
             for s in sub.get_subcommands().filter(|s| !s.is_hide_set()) {
                 out.push(s.get_name(), s.get_about().map(|a| a.to_string()), current);
             }
+            DIRECTIVE_NO_FILE
         } else if let Some(arg) = sub.get_positionals().nth(line.positionals) {
-            for v in arg.get_possible_values().iter().filter(|v| !v.is_hide_set()) {
-                out.push(v.get_name(), v.get_help().map(|h| h.to_string()), current);
-            }
+            // A positional's names are looked up by its verb: `workload`'s NAME, Workloads.
+            out.values_named(arg, sub.get_name(), current, "", &line.connection, names)
+        } else {
+            DIRECTIVE_NO_FILE
         }
-        DIRECTIVE_NO_FILE
     };
     out.text.push_str(&format!(":{directive}\n"));
     out.text
@@ -384,6 +395,21 @@ impl Candidates {
     /// Values for `arg` that start with `current`, each written after `lead` (`--flag=` when
     /// completing that form). Returns the directive.
     fn values(&mut self, arg: &Arg, current: &str, lead: &str, connection: &ConnectionArgs, names: &dyn Names) -> u8 {
+        let long = arg.get_long().unwrap_or_default();
+        self.values_named(arg, long, current, lead, connection, names)
+    }
+
+    /// [`Candidates::values`], with the names looked up as `key` (a flag's long name, or for a
+    /// positional, its verb).
+    fn values_named(
+        &mut self,
+        arg: &Arg,
+        key: &str,
+        current: &str,
+        lead: &str,
+        connection: &ConnectionArgs,
+        names: &dyn Names,
+    ) -> u8 {
         let possible = arg.get_possible_values();
         if !possible.is_empty() {
             for v in possible.iter().filter(|v| !v.is_hide_set()) {
@@ -395,11 +421,10 @@ impl Candidates {
             }
             return DIRECTIVE_NO_FILE;
         }
-        let long = arg.get_long().unwrap_or_default();
         if arg.get_value_hint() == ValueHint::FilePath {
             return DIRECTIVE_DEFAULT;
         }
-        let mut found = names.names(long, connection).unwrap_or_default();
+        let mut found = names.names(key, connection).unwrap_or_default();
         found.sort();
         for name in found {
             self.push(&format!("{lead}{name}"), None, &format!("{lead}{current}"));
@@ -422,6 +447,10 @@ mod tests {
                     Some(vec![format!("cq-{}", connection.context.as_deref().unwrap_or("current")), "team-b".into()])
                 }
                 "namespace" => Some(vec!["default".into(), "ml\nevil".into(), "kube-system".into()]),
+                "workload" => {
+                    let ns = connection.namespace.as_deref().unwrap_or("current");
+                    Some(vec![format!("job-{ns}-1"), format!("job-{ns}-2"), "other".into()])
+                }
                 _ => None,
             }
         }
@@ -439,7 +468,7 @@ mod tests {
     #[test]
     fn verbs_on_a_fresh_word() {
         let lines = complete(&[""]);
-        assert_eq!(values(&lines), ["gate", "lease", "completion", ":4"]);
+        assert_eq!(values(&lines), ["gate", "lease", "workload", "completion", ":4"]);
         assert!(lines[0].starts_with("gate\tThe readmission gate"), "{lines:?}");
         assert_eq!(values(&complete(&["l"])), ["lease", ":4"]);
         assert_eq!(values(&complete(&["__complete", "g"])), ["gate", ":4"]);
@@ -454,6 +483,21 @@ mod tests {
         // A name with a control character never reaches the shell.
         assert_eq!(values(&complete(&["lease", "-n", ""])), ["default", "kube-system", ":4"]);
         assert_eq!(values(&complete(&["gate", "-A", "--cluster-queue", "team"])), ["team-b", ":4"]);
+    }
+
+    #[test]
+    fn workload_names_for_the_workload_verb() {
+        assert_eq!(values(&complete(&["workload", ""])), ["job-current-1", "job-current-2", "other", ":4"]);
+        assert_eq!(values(&complete(&["-n", "ml", "workload", "job"])), ["job-ml-1", "job-ml-2", ":4"]);
+        assert_eq!(values(&complete(&["kwl", "--namespace=team", "j"])), ["job-team-1", "job-team-2", ":4"]);
+        assert_eq!(values(&complete(&["workloads", "o"])), ["other", ":4"]);
+        // One name only; then nothing but flags.
+        assert_eq!(values(&complete(&["workload", "job-current-1", ""])), [":4"]);
+        assert_eq!(
+            values(&complete(&["workload", "--admission-check", "x", "-o", ""])),
+            ["table", "wide", "json", "yaml", ":4"]
+        );
+        assert_eq!(values(&complete(&["gate", ""])), [":4"], "gate takes no names");
     }
 
     #[test]

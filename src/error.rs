@@ -49,6 +49,14 @@ pub enum Error {
     #[error("Kueue's {resource} API is not served ({group_version})")]
     KueueResourceMissing { resource: String, group_version: String },
 
+    /// The API server's own words, as kubectl prints them after `Error from server (NotFound): `.
+    #[error("{message}")]
+    WorkloadNotFound { message: String, namespace: String },
+
+    /// The API server's own words, as kubectl prints them after `Error from server (Forbidden): `.
+    #[error("{message}")]
+    WorkloadForbidden { message: String },
+
     #[error("the API server refused to {action}: {message}")]
     Api { action: String, message: String },
 
@@ -92,7 +100,20 @@ impl Error {
             Error::KueueMissing | Error::KueueResourceMissing { .. } => {
                 Some("install Kueue (its CRDs), or choose the cluster that runs it with --context".into())
             }
+            Error::WorkloadNotFound { namespace, .. } => Some(format!(
+                "no such Workload in namespace {namespace}; list them with 'kubectl get workloads.kueue.x-k8s.io -n {namespace}'"
+            )),
             _ => None,
+        }
+    }
+
+    /// The exit code this error ends the run with: 2 for usage, 4 when a read that decides
+    /// was forbidden, else 1.
+    pub fn exit(&self) -> crate::exit::Exit {
+        match self {
+            Error::Usage(_) => crate::exit::Exit::Usage,
+            Error::WorkloadForbidden { .. } => crate::exit::Exit::Unknown,
+            _ => crate::exit::Exit::Failed,
         }
     }
 

@@ -54,6 +54,15 @@ Exit codes:
   5  lease --until stale|holder-change: --timeout came first
      (gate --wait and lease --until fresh end on --timeout with the last state's code)";
 
+/// `workload`'s own meaning of the codes, in its `--help` and the README.
+pub const WORKLOAD_EXIT_CODES_HELP: &str = "\
+Exit codes:
+  0  the Workload is admitted (or finished)
+  1  could not explain it: an error, e.g. the Workload does not exist, or Kueue is not installed
+  2  usage error
+  3  the Workload is not admitted: it waits, was rejected, evicted or deactivated
+  4  reading the Workload was forbidden";
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -66,7 +66,7 @@ fn report(e: &Error) -> Exit {
     if let Some(hint) = e.hint() {
         let _ = writeln!(stderr, "{hint}");
     }
-    if e.is_usage() { Exit::Usage } else { Exit::Failed }
+    e.exit()
 }
 
 /// clap's errors, reduced to kubectl's shape: one `error:` line and one hint.

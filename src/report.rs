@@ -10,6 +10,8 @@ use crate::core::lease::{LeaseAssessment, LeaseState};
 use crate::core::verdict::Verdict;
 use crate::core::waiting::Waiting;
 
+pub mod workload;
+
 pub const SCHEMA: &str = "kubectl-dispatch/v1";
 
 /// One `gate` run.
@@ -193,11 +195,11 @@ pub struct LeaseDocument {
     pub warnings: Vec<String>,
 }
 
-fn micro(t: Timestamp) -> String {
+pub(crate) fn micro(t: Timestamp) -> String {
     t.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
 }
 
-fn seconds(t: Timestamp) -> String {
+pub(crate) fn seconds(t: Timestamp) -> String {
     t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
@@ -250,7 +252,7 @@ fn check_doc(c: &Check) -> CheckDoc {
     }
 }
 
-fn chain_doc(c: &Chain) -> ChainDoc {
+pub(crate) fn chain_doc(c: &Chain) -> ChainDoc {
     ChainDoc {
         cluster_queue: c.cluster_queue.clone(),
         admission_check: c.admission_check.clone(),

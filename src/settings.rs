@@ -46,6 +46,12 @@ pub enum Verb {
         output: Output,
         watch: Option<LeaseWatch>,
     },
+    /// One Workload explained.
+    Workload {
+        name: String,
+        settings: GateSettings,
+        output: Output,
+    },
 }
 
 /// `gate --watch` or `gate --wait`.
@@ -121,6 +127,14 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
                 })
                 .transpose()?,
         },
+        Command::Workload(args) => {
+            if connection.all_namespaces {
+                return Err(Error::Usage(
+                    "a Workload is named in one namespace: use -n NAMESPACE, not -A (list them with 'kubectl get workloads.kueue.x-k8s.io -A')".into(),
+                ));
+            }
+            Verb::Workload { settings: gate_settings(&args.target())?, output: (&args.output).into(), name: args.name }
+        }
         // Needs no cluster: main prints the script before resolving anything.
         Command::Completion(_) => return Err(Error::Usage("completion is not a cluster command".into())),
     };

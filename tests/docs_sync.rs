@@ -37,7 +37,7 @@ fn check(marker: &str, want: &str) {
 
 #[test]
 fn readme_usage_is_the_help() {
-    for args in [vec!["--help"], vec!["gate", "--help"], vec!["lease", "--help"]] {
+    for args in [vec!["--help"], vec!["gate", "--help"], vec!["lease", "--help"], vec!["workload", "--help"]] {
         let out = Command::new(env!("CARGO_BIN_EXE_kubectl-dispatch")).args(&args).output().unwrap();
         assert!(out.status.success());
         let help = String::from_utf8(out.stdout).unwrap();
@@ -47,6 +47,8 @@ fn readme_usage_is_the_help() {
 
 #[test]
 fn readme_example_is_the_golden_file() {
-    let golden = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/gate-stale.txt")).unwrap();
-    check("golden:gate-stale.txt", &golden);
+    for file in ["gate-stale.txt", "workload-stale.txt"] {
+        let golden = std::fs::read_to_string(format!("{}/tests/golden/{file}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+        check(&format!("golden:{file}"), &golden);
+    }
 }

@@ -23,8 +23,10 @@ use kubectl_dispatch::core::gate::{self, GateFacts, GateSettings};
 use kubectl_dispatch::core::kueue::{AdmissionCheck, CheckState, Condition, LocalQueue, Workload};
 use kubectl_dispatch::core::lease::{self, LeaseFacts, LeaseRef};
 use kubectl_dispatch::core::waiting::{self, WaitingScope};
+use kubectl_dispatch::core::workload::{self, CheckDetail, PodSetUpdate, Position, WorkloadFacts, WorkloadInput};
 use kubectl_dispatch::render::sanitize::escape;
 use kubectl_dispatch::render::{self, Style};
+use kubectl_dispatch::report::workload::WorkloadRun;
 use kubectl_dispatch::report::{GateRun, LeaseRun};
 use kubectl_dispatch::settings::Output;
 
@@ -442,6 +444,134 @@ fn lease_never_renewed() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// workload
+// ---------------------------------------------------------------------------------------------
+
+fn kueue_condition(status: &str, reason: &str, message: &str, secs: i64) -> Condition {
+    Condition {
+        status: status.into(),
+        reason: Some(reason.into()),
+        message: Some(message.into()),
+        last_transition: Some(ago(secs, 0)),
+    }
+}
+
+fn workload_check(name: &str, state: &str, message: &str, secs: i64) -> CheckDetail {
+    CheckDetail {
+        name: name.into(),
+        state: state.into(),
+        message: message.into(),
+        last_transition: Some(ago(secs, 0)),
+        ..Default::default()
+    }
+}
+
+/// `train-llama-7b-x9k2` in ml, queued on user-queue (ClusterQueue team-a).
+fn explained(reserved: bool, checks: Vec<CheckDetail>) -> WorkloadFacts {
+    let mut conditions = std::collections::BTreeMap::new();
+    if reserved {
+        conditions.insert(
+            "QuotaReserved".to_string(),
+            kueue_condition("True", "QuotaReserved", "Quota reserved in ClusterQueue team-a", 15 * 60),
+        );
+        conditions.insert(
+            "Admitted".to_string(),
+            kueue_condition("False", "UnsatisfiedChecks", "The workload has not all checks ready", 15 * 60),
+        );
+    } else {
+        conditions.insert(
+            "QuotaReserved".to_string(),
+            kueue_condition(
+                "False",
+                "Pending",
+                "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default-flavor, 2 more needed",
+                42,
+            ),
+        );
+    }
+    WorkloadFacts {
+        namespace: "ml".into(),
+        name: "train-llama-7b-x9k2".into(),
+        queue_name: Some("user-queue".into()),
+        active: true,
+        admitted_in: reserved.then(|| "team-a".to_string()),
+        conditions,
+        checks,
+    }
+}
+
+fn provisioning_ac() -> AdmissionCheck {
+    AdmissionCheck {
+        controller_name: Some("kueue.x-k8s.io/provisioning-request".into()),
+        ..ac("prov", "True", "Active", "ready")
+    }
+}
+
+fn workload_golden(name: &str, w: WorkloadFacts, gate: GateFacts, position: Position) {
+    let local_queue = Fetched::Found(local_queues().remove(0));
+    let input = WorkloadInput { workload: w, local_queue, gate, position };
+    let run = WorkloadRun {
+        explanation: workload::explain(&GateSettings::default(), &input, now()),
+        warnings: vec![],
+        now: now(),
+    };
+    check_all(name, |output, buf| render::workload::render(&run, output, Style::default(), buf).unwrap());
+}
+
+#[test]
+fn workload_at_dispatch_with_a_stale_lease() {
+    let prov = CheckDetail {
+        retry_count: Some(1),
+        pod_set_updates: vec![PodSetUpdate {
+            name: "main".into(),
+            labels: [("dispatch.example/cluster".to_string(), "far-1".to_string())].into(),
+            node_selector: [("cloud".to_string(), "far-1".to_string())].into(),
+            tolerations: vec!["gpu:NoSchedule".into(), "dedicated=ml:NoExecute".into()],
+            ..Default::default()
+        }],
+        ..workload_check("prov", "Ready", "capacity provisioned", 11 * 60)
+    };
+    let w = explained(true, vec![workload_check(CHECK, "Pending", LONG_MESSAGE, 14 * 60), prov]);
+    let mut facts = stale_facts();
+    facts.admission_checks = Fetched::Found(vec![dispatch_ac(), provisioning_ac()]);
+    workload_golden("workload-stale", w, facts, Position::NotServed);
+}
+
+#[test]
+fn workload_waiting_for_quota_with_its_position() {
+    let mut w = explained(false, vec![workload_check(CHECK, "Pending", "", 42)]);
+    w.conditions.insert(
+        "Evicted".into(),
+        kueue_condition("True", "AdmissionCheck", "At least one admission check is false", 5 * 60),
+    );
+    workload_golden("workload-quota", w, healthy_facts(), Position::Found { cluster_queue: 3, local_queue: 1 });
+}
+
+#[test]
+fn workload_unreadable_checks_and_position() {
+    let w = explained(false, vec![workload_check(CHECK, "Pending", "", 42)]);
+    let facts = GateFacts {
+        admission_checks: forbidden("list admissionchecks.kueue.x-k8s.io (cluster-wide)"),
+        ..healthy_facts()
+    };
+    let rule = "get localqueues/pendingworkloads.visibility.kueue.x-k8s.io \"user-queue\" in namespace ml";
+    workload_golden("workload-forbidden", w, facts, Position::Forbidden(rule.into()));
+}
+
+#[test]
+fn workload_retry() {
+    let retry = CheckDetail {
+        retry_count: Some(2),
+        requeue_after_seconds: Some(600),
+        ..workload_check("prov", "Retry", "capacity not available in any zone", 10)
+    };
+    let w = explained(true, vec![workload_check(CHECK, "Ready", "placed on far-1", 20), retry]);
+    let mut facts = healthy_facts();
+    facts.admission_checks = Fetched::Found(vec![dispatch_ac(), provisioning_ac()]);
+    workload_golden("workload-retry", w, facts, Position::NotServed);
+}
+
+// ---------------------------------------------------------------------------------------------
 // The harness itself
 // ---------------------------------------------------------------------------------------------
 
@@ -471,6 +601,10 @@ fn every_golden_file_is_rendered_by_a_test() {
         "lease-missing",
         "lease-no-holder",
         "lease-never-renewed",
+        "workload-stale",
+        "workload-quota",
+        "workload-forbidden",
+        "workload-retry",
     ];
     let expected: BTreeSet<String> =
         names.iter().flat_map(|n| FORMATS.iter().map(move |(suffix, ..)| format!("{n}{suffix}"))).collect();

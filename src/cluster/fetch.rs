@@ -36,7 +36,7 @@ pub struct Kueue {
 }
 
 impl Kueue {
-    fn resource(&self, kind: &str, plural: &str) -> ApiResource {
+    pub(crate) fn resource(&self, kind: &str, plural: &str) -> ApiResource {
         ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(GROUP, &self.version, kind), plural)
     }
 
@@ -160,7 +160,7 @@ pub fn list_error(e: kube::Error, conn: &Connection, kueue: &Kueue, what: &str) 
     }
 }
 
-fn stop(e: kube::Error, conn: &Connection, what: &str) -> Error {
+pub(crate) fn stop(e: kube::Error, conn: &Connection, what: &str) -> Error {
     stop_failure(classify(e, conn, what), what)
 }
 
@@ -201,7 +201,7 @@ pub async fn lease(conn: &Connection, lease: &LeaseRef, log: &Log) -> Result<Fet
     }
 }
 
-fn outcome<T>(r: &Result<T, kube::Error>) -> String {
+pub(crate) fn outcome<T>(r: &Result<T, kube::Error>) -> String {
     match r {
         Ok(_) => "200".into(),
         Err(kube::Error::Api(s)) => s.code.to_string(),

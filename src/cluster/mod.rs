@@ -13,3 +13,4 @@ pub mod proxy;
 pub mod tls;
 pub mod watch;
 pub mod wire;
+pub mod workload;

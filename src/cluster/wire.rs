@@ -3,10 +3,13 @@
 //! versions; unknown fields are skipped.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use std::collections::BTreeMap;
+
 use kube::core::object::{NotUsed, Object};
 use serde::Deserialize;
 
 use crate::core::kueue::{AdmissionCheck, CheckRule, CheckState, ClusterQueue, Condition, LocalQueue, Workload};
+use crate::core::workload::{CheckDetail, PodSetUpdate, WorkloadFacts};
 
 pub type WireClusterQueue = Object<ClusterQueueSpec, ClusterQueueStatus>;
 pub type WireAdmissionCheck = Object<AdmissionCheckSpec, AdmissionCheckStatus>;
@@ -73,6 +76,8 @@ pub struct LocalQueueSpec {
 #[serde(default, rename_all = "camelCase")]
 pub struct WorkloadSpec {
     queue_name: Option<String>,
+    /// `false` once Kueue (or someone) deactivated it; absent means true.
+    active: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -96,6 +101,42 @@ struct WireCheckState {
     state: String,
     message: String,
     last_transition_time: Option<Time>,
+    retry_count: Option<i32>,
+    requeue_after_seconds: Option<i32>,
+    pod_set_updates: Vec<WirePodSetUpdate>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct WirePodSetUpdate {
+    name: String,
+    labels: BTreeMap<String, String>,
+    annotations: BTreeMap<String, String>,
+    node_selector: BTreeMap<String, String>,
+    tolerations: Vec<WireToleration>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct WireToleration {
+    key: Option<String>,
+    operator: Option<String>,
+    value: Option<String>,
+    effect: Option<String>,
+}
+
+impl WireToleration {
+    /// kubectl describe's way: `key=value:Effect`, `key:Effect` (Exists), `:Effect` for any key.
+    fn text(&self) -> String {
+        let key = self.key.as_deref().unwrap_or("");
+        let value = match (self.operator.as_deref(), self.value.as_deref()) {
+            (Some("Exists"), _) | (_, None | Some("")) => String::new(),
+            (_, Some(v)) => format!("={v}"),
+        };
+        let effect = self.effect.as_deref().filter(|e| !e.is_empty()).map(|e| format!(":{e}")).unwrap_or_default();
+        let text = format!("{key}{value}{effect}");
+        if text.is_empty() { "(any)".into() } else { text }
+    }
 }
 
 fn name_of<P: Clone, U: Clone>(o: &Object<P, U>) -> String {
@@ -160,6 +201,42 @@ pub fn workload(o: &WireWorkload) -> Workload {
                 state: c.state.clone(),
                 message: c.message.clone(),
                 last_transition: c.last_transition_time.as_ref().map(|t| t.0),
+            })
+            .collect(),
+    }
+}
+
+/// The whole Workload, as `workload` explains it.
+pub fn workload_facts(o: &WireWorkload) -> WorkloadFacts {
+    let status = o.status.clone().unwrap_or_default();
+    WorkloadFacts {
+        namespace: namespace_of(o),
+        name: name_of(o),
+        queue_name: o.spec.queue_name.clone().filter(|q| !q.is_empty()),
+        active: o.spec.active.unwrap_or(true),
+        admitted_in: status.admission.and_then(|a| a.cluster_queue),
+        conditions: status.conditions.iter().map(|c| (c.type_.clone(), Condition::from(c))).collect(),
+        checks: status
+            .admission_checks
+            .iter()
+            .map(|c| CheckDetail {
+                name: c.name.clone(),
+                state: c.state.clone(),
+                message: c.message.clone(),
+                last_transition: c.last_transition_time.as_ref().map(|t| t.0),
+                retry_count: c.retry_count,
+                requeue_after_seconds: c.requeue_after_seconds,
+                pod_set_updates: c
+                    .pod_set_updates
+                    .iter()
+                    .map(|u| PodSetUpdate {
+                        name: u.name.clone(),
+                        labels: u.labels.clone(),
+                        annotations: u.annotations.clone(),
+                        node_selector: u.node_selector.clone(),
+                        tolerations: u.tolerations.iter().map(WireToleration::text).collect(),
+                    })
+                    .collect(),
             })
             .collect(),
     }

@@ -5,6 +5,7 @@ pub mod gate;
 pub mod gate_watch;
 pub mod lease;
 pub mod lease_watch;
+pub mod workload;
 
 use std::io::Write;
 

@@ -9,3 +9,4 @@ pub mod lease;
 pub mod skew;
 pub mod verdict;
 pub mod waiting;
+pub mod workload;

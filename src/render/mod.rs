@@ -7,6 +7,7 @@ pub mod sanitize;
 pub mod structured;
 pub mod table;
 pub mod watch;
+pub mod workload;
 
 /// Whether to colour the verdict: only on a terminal, and never with NO_COLOR set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

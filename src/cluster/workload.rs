@@ -1,0 +1,162 @@
+//! Reads what `workload` explains: the Workload itself, its LocalQueue, and its place in
+//! Kueue's pending queue from the visibility API. The ClusterQueues, AdmissionChecks and the
+//! Lease are read as the gate reads them ([`super::fetch`]).
+
+use std::time::Instant;
+
+use kube::api::Api;
+use serde::Deserialize;
+
+use super::connect::Connection;
+use super::failure::{Failure, classify};
+use super::fetch::{self, Kueue};
+use super::wire;
+use crate::core::fetched::{Denied, Fetched};
+use crate::core::kueue::LocalQueue;
+use crate::core::workload::{Position, WorkloadFacts};
+use crate::error::{Error, first_line};
+use crate::log::Log;
+
+const VISIBILITY: &str = "visibility.kueue.x-k8s.io";
+
+/// GETs the Workload. Not there and not allowed are errors here (there is nothing to explain),
+/// each with the API server's own words, as kubectl prints them.
+pub async fn workload(
+    conn: &Connection,
+    kueue: &Kueue,
+    namespace: &str,
+    name: &str,
+    log: &Log,
+) -> Result<WorkloadFacts, Error> {
+    let api: Api<wire::WireWorkload> =
+        Api::namespaced_with(conn.client.clone(), namespace, &kueue.resource("Workload", "workloads"));
+    let started = Instant::now();
+    let result = api.get(name).await;
+    log.info(
+        6,
+        &format!(
+            "GET {}/{name} {} in {}ms",
+            api.resource_url(),
+            fetch::outcome(&result),
+            started.elapsed().as_millis()
+        ),
+    );
+    match result {
+        Ok(w) => Ok(wire::workload_facts(&w)),
+        // An object that is not there has a Status of reason NotFound; a resource that is not
+        // served answers a plain 404.
+        Err(kube::Error::Api(s)) if s.code == 404 && s.reason == "NotFound" => {
+            Err(Error::WorkloadNotFound { message: first_line(&s.message), namespace: namespace.into() })
+        }
+        Err(kube::Error::Api(s)) if s.code == 403 => Err(Error::WorkloadForbidden { message: first_line(&s.message) }),
+        Err(e) => Err(match classify(e, conn, "the Workload") {
+            Failure::NotFound => Error::KueueResourceMissing {
+                resource: "Workloads".into(),
+                group_version: format!("kueue.x-k8s.io/{}", kueue.version),
+            },
+            Failure::Conversion(cause) => Error::KueueWebhook {
+                what: "the Workload".into(),
+                versions: format!("kueue.x-k8s.io/{}", kueue.version),
+                cause,
+            },
+            Failure::Forbidden => {
+                Error::WorkloadForbidden { message: format!("may not get Workload {namespace}/{name}") }
+            }
+            Failure::Stop(e) => e,
+        }),
+    }
+}
+
+/// GETs the LocalQueue `namespace/name`.
+pub async fn local_queue(
+    conn: &Connection,
+    kueue: &Kueue,
+    namespace: &str,
+    name: &str,
+    log: &Log,
+) -> Result<Fetched<LocalQueue>, Error> {
+    let api: Api<wire::WireLocalQueue> =
+        Api::namespaced_with(conn.client.clone(), namespace, &kueue.resource("LocalQueue", "localqueues"));
+    let started = Instant::now();
+    let result = api.get(name).await;
+    log.info(
+        6,
+        &format!(
+            "GET {}/{name} {} in {}ms",
+            api.resource_url(),
+            fetch::outcome(&result),
+            started.elapsed().as_millis()
+        ),
+    );
+    match result {
+        Ok(lq) => Ok(Fetched::Found(wire::local_queue(&lq))),
+        Err(e) => match classify(e, conn, &format!("LocalQueue {namespace}/{name}")) {
+            Failure::NotFound => Ok(Fetched::Missing),
+            Failure::Forbidden => Ok(Fetched::Forbidden(Denied {
+                rule: format!("get localqueues.kueue.x-k8s.io {name:?} in namespace {namespace}"),
+            })),
+            Failure::Conversion(cause) => Err(Error::KueueWebhook {
+                what: "LocalQueues".into(),
+                versions: format!("kueue.x-k8s.io/{}", kueue.version),
+                cause,
+            }),
+            Failure::Stop(e) => Err(e),
+        },
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+struct PendingWorkloadsSummary {
+    items: Vec<PendingWorkload>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct PendingWorkload {
+    metadata: kube::core::ObjectMeta,
+    position_in_cluster_queue: i32,
+    position_in_local_queue: i32,
+}
+
+/// The Workload's place among the pending Workloads of its LocalQueue, from Kueue's
+/// visibility API (v1beta2, served from Kueue v0.15, else v1beta1). Never an error: a group
+/// not served, a forbidden read or a failing server become a [`Position`] the output notes.
+pub async fn position(conn: &Connection, namespace: &str, local_queue: &str, name: &str, log: &Log) -> Position {
+    let mut last = Position::NotServed;
+    for version in ["v1beta2", "v1beta1"] {
+        let path =
+            format!("/apis/{VISIBILITY}/{version}/namespaces/{namespace}/localqueues/{local_queue}/pendingworkloads");
+        let started = Instant::now();
+        let request = match http::Request::get(&path).body(Vec::<u8>::new()) {
+            Ok(r) => r,
+            Err(e) => return Position::Failed(e.to_string()),
+        };
+        let result = conn.client.request::<PendingWorkloadsSummary>(request).await;
+        log.info(6, &format!("GET {path} {} in {}ms", fetch::outcome(&result), started.elapsed().as_millis()));
+        match result {
+            Ok(summary) => {
+                let listed = summary.items.len();
+                return summary
+                    .items
+                    .into_iter()
+                    .find(|w| w.metadata.name.as_deref() == Some(name))
+                    .map(|w| Position::Found {
+                        cluster_queue: w.position_in_cluster_queue,
+                        local_queue: w.position_in_local_queue,
+                    })
+                    .unwrap_or(Position::NotListed { listed });
+            }
+            // Not served at this version (or at all): try the next.
+            Err(kube::Error::Api(s)) if s.code == 404 => last = Position::NotServed,
+            Err(kube::Error::Api(s)) if s.code == 403 => {
+                return Position::Forbidden(format!(
+                    "get localqueues/pendingworkloads.{VISIBILITY} {local_queue:?} in namespace {namespace}"
+                ));
+            }
+            Err(kube::Error::Api(s)) => return Position::Failed(format!("{} ({})", first_line(&s.message), s.code)),
+            Err(e) => return Position::Failed(first_line(&e.to_string())),
+        }
+    }
+    last
+}

@@ -1,0 +1,84 @@
+//! `kubectl dispatch workload NAME`: reads the Workload, its LocalQueue, the gate's facts and
+//! its place in Kueue's queue; explains them at one `now`; renders.
+
+use crate::cluster::connect::Connection;
+use crate::cluster::fetch::{self, Kueue};
+use crate::cluster::workload as read;
+use crate::core::fetched::Fetched;
+use crate::core::gate::{GateFacts, GateSettings};
+use crate::core::skew;
+use crate::core::workload::{self, Position, WorkloadInput};
+use crate::error::Error;
+use crate::exit::Exit;
+use crate::log::Log;
+use crate::report::workload::WorkloadRun;
+use crate::settings::Output;
+
+use super::Deps;
+
+/// Reads everything in three round trips: discovery; the Workload, the ClusterQueues, the
+/// AdmissionChecks and the Lease concurrently; then its LocalQueue and, when it waits for
+/// quota, its place in the queue.
+pub async fn collect(
+    conn: &Connection,
+    name: &str,
+    settings: &GateSettings,
+    log: &Log,
+) -> Result<(WorkloadInput, Option<String>, Option<(k8s_openapi::jiff::Timestamp, k8s_openapi::jiff::Timestamp)>), Error>
+{
+    let namespace = conn.namespace.as_str();
+    let kueue = fetch::discover_kueue(conn, log).await?;
+    let reads = async |k: &Kueue| {
+        let (w, cqs, acs) = futures::try_join!(
+            read::workload(conn, k, namespace, name, log),
+            fetch::cluster_queues(conn, k, log),
+            fetch::admission_checks(conn, k, log),
+        )?;
+        let waits = w.active && !w.conditions.get("QuotaReserved").is_some_and(|c| c.is_true());
+        let (local_queue, position) = match &w.queue_name {
+            Some(q) => {
+                let asked = async {
+                    if waits { read::position(conn, namespace, q, name, log).await } else { Position::NotAsked }
+                };
+                let (lq, position) = futures::join!(read::local_queue(conn, k, namespace, q, log), asked);
+                (lq?, position)
+            }
+            None => (Fetched::Missing, Position::NotAsked),
+        };
+        Ok::<_, Error>((w, local_queue, cqs, acs, position))
+    };
+    let (lease, served) =
+        futures::try_join!(fetch::lease(conn, &settings.lease, log), fetch::read_served(&kueue, log, reads))?;
+    let (w, local_queue, cluster_queues, admission_checks, position) = served.value;
+    let input = WorkloadInput {
+        workload: w,
+        local_queue,
+        gate: GateFacts { cluster_queues, admission_checks, lease },
+        position,
+    };
+    Ok((input, served.warning, kueue.server_date))
+}
+
+pub async fn run(
+    conn: &Connection,
+    name: &str,
+    settings: &GateSettings,
+    output: Output,
+    deps: &mut Deps<'_>,
+) -> Result<Exit, Error> {
+    let now = deps.clock.now();
+    let (input, kueue_warning, server_date) = collect(conn, name, settings, deps.log).await?;
+    let explanation = workload::explain(settings, &input, now);
+    let mut warnings: Vec<String> = kueue_warning.into_iter().collect();
+    warnings.extend(server_date.and_then(|(server, local)| skew::server_clock(Some(server), local)));
+    if explanation.gate.is_some() {
+        warnings.extend(skew::lease_in_future(input.gate.lease.found(), now));
+    }
+    for w in &warnings {
+        let _ = writeln!(deps.err, "Warning: {w}");
+    }
+    let through = explanation.stage.is_through();
+    let run = WorkloadRun { explanation, warnings, now };
+    crate::render::workload::render(&run, output, deps.style, deps.out)?;
+    Ok(if through { Exit::Yes } else { Exit::No })
+}

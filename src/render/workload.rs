@@ -1,0 +1,197 @@
+//! `kubectl dispatch workload`: one Workload's path, conditions, checks, the gate of its
+//! ClusterQueue when dispatch's check is among them, its place in the queue, and where it is
+//! stuck.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+
+use super::Style;
+use super::sanitize::{cell, escape};
+use super::table;
+use crate::cli::Format;
+use crate::core::duration::human;
+use crate::core::kueue::Condition;
+use crate::core::workload::{CheckView, Explanation, PodSetUpdate, Position, QueueSource};
+use crate::report::workload::{WorkloadRun, position_note};
+use crate::settings::Output;
+
+pub const CONDITION_HEADERS: &[&str] = &["type", "status", "reason", "since", "message"];
+pub const CHECK_HEADERS: &[&str] = &["check", "controller", "state", "since", "message"];
+pub const CHECK_WIDE_HEADERS: &[&str] =
+    &["check", "controller", "state", "since", "retries", "requeue after", "message"];
+const MESSAGE_WIDTH: usize = 60;
+
+pub fn render(run: &WorkloadRun, output: Output, style: Style, out: &mut dyn Write) -> io::Result<()> {
+    match output.format {
+        Format::Json => super::structured::json(out, &run.document()),
+        Format::Yaml => super::structured::yaml(out, &run.document()),
+        Format::Table | Format::Wide => text(run, output, style, out),
+    }
+}
+
+fn text(run: &WorkloadRun, output: Output, style: Style, out: &mut dyn Write) -> io::Result<()> {
+    let e = &run.explanation;
+    let wide = output.format == Format::Wide;
+    writeln!(
+        out,
+        "Workload {}/{}{}",
+        escape(&e.namespace),
+        escape(&e.name),
+        if e.active { "" } else { " (spec.active: false)" }
+    )?;
+    writeln!(out, "{}", path(e))?;
+
+    let conditions = ordered(&e.conditions);
+    if !conditions.is_empty() {
+        writeln!(out)?;
+        let rows: Vec<Vec<String>> = conditions.iter().map(|(t, c)| condition_row(t, c, run, wide)).collect();
+        table::write(out, CONDITION_HEADERS, &rows, output.no_headers)?;
+    }
+
+    if e.checks.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "No admission checks.")?;
+    } else {
+        writeln!(out)?;
+        let headers = if wide { CHECK_WIDE_HEADERS } else { CHECK_HEADERS };
+        let rows: Vec<Vec<String>> = e.checks.iter().map(|c| check_row(c, wide)).collect();
+        table::write(out, headers, &rows, output.no_headers)?;
+        for c in &e.checks {
+            for line in extras(c, wide) {
+                writeln!(out, "{line}")?;
+            }
+        }
+    }
+
+    if let Some(chain) = &e.gate {
+        writeln!(out)?;
+        let lease = e.lease.as_ref().map(|l| l.lease.to_string()).unwrap_or_default();
+        super::gate::chain_block(chain, &lease, output.no_headers, style, out)?;
+    }
+
+    match &e.position {
+        Position::Found { cluster_queue, local_queue } => {
+            writeln!(out)?;
+            writeln!(
+                out,
+                "Position: {cluster_queue} in ClusterQueue {}, {local_queue} in LocalQueue {} (Kueue's visibility API, counted from 0)",
+                e.cluster_queue.as_deref().map(escape).unwrap_or_default(),
+                e.local_queue.as_deref().map(escape).unwrap_or_default()
+            )?;
+        }
+        other => {
+            if let Some(note) = position_note(other) {
+                writeln!(out)?;
+                writeln!(out, "note: {}", escape(&note))?;
+            }
+        }
+    }
+    writeln!(out)?;
+    writeln!(out, "Workload {}/{}: {}", escape(&e.namespace), escape(&e.name), escape(&e.summary))
+}
+
+/// `LocalQueue q -> ClusterQueue team-a`, and where the ClusterQueue came from.
+fn path(e: &Explanation) -> String {
+    let lq = match &e.local_queue {
+        Some(lq) => format!("LocalQueue {}", escape(lq)),
+        None => "no LocalQueue (spec.queueName is empty)".into(),
+    };
+    let cq = match (&e.cluster_queue, e.cluster_queue_from, &e.local_queue_forbidden) {
+        (Some(cq), Some(QueueSource::Admission), _) => format!("ClusterQueue {} (its admission)", escape(cq)),
+        (Some(cq), _, _) => format!("ClusterQueue {}", escape(cq)),
+        (None, _, Some(rule)) => format!("ClusterQueue unknown (missing RBAC: {rule})"),
+        (None, _, None) if e.local_queue.is_some() => "ClusterQueue unknown (the LocalQueue does not exist)".into(),
+        (None, _, None) => return lq,
+    };
+    format!("{lq} -> {cq}")
+}
+
+/// QuotaReserved and Admitted first, as Kueue's path goes, then the rest by type.
+fn ordered(conditions: &BTreeMap<String, Condition>) -> Vec<(&str, &Condition)> {
+    let first = ["QuotaReserved", "Admitted"];
+    let mut out: Vec<(&str, &Condition)> =
+        first.iter().filter_map(|t| conditions.get_key_value(*t)).map(|(t, c)| (t.as_str(), c)).collect();
+    out.extend(conditions.iter().filter(|(t, _)| !first.contains(&t.as_str())).map(|(t, c)| (t.as_str(), c)));
+    out
+}
+
+fn message_cell(message: &str, wide: bool) -> String {
+    if wide { escape(message) } else { cell(message, Some(MESSAGE_WIDTH)) }
+}
+
+fn condition_row(type_: &str, c: &Condition, run: &WorkloadRun, wide: bool) -> Vec<String> {
+    vec![
+        cell(type_, None),
+        cell(&c.status, None),
+        cell(c.reason.as_deref().unwrap_or(""), None),
+        c.last_transition.map(|t| human(run.now.duration_since(t))).unwrap_or_default(),
+        message_cell(c.message.as_deref().unwrap_or(""), wide),
+    ]
+}
+
+fn check_row(c: &CheckView, wide: bool) -> Vec<String> {
+    let d = &c.detail;
+    let controller = match (&c.controller, c.dispatch) {
+        (Some(ctl), true) => format!("{} (dispatch)", cell(ctl, None)),
+        (Some(ctl), false) => cell(ctl, None),
+        (None, true) => "(dispatch)".into(),
+        (None, false) => String::new(),
+    };
+    let mut row = vec![cell(&d.name, None), controller, cell(&d.state, None), c.since.map(human).unwrap_or_default()];
+    if wide {
+        row.push(d.retry_count.map(|n| n.to_string()).unwrap_or_default());
+        row.push(requeue(c).unwrap_or_default());
+    }
+    row.push(message_cell(&d.message, wide));
+    row
+}
+
+/// `300s (in 4m)`: requeueAfterSeconds and when that falls.
+fn requeue(c: &CheckView) -> Option<String> {
+    let after = c.detail.requeue_after_seconds?;
+    Some(match c.requeue_in {
+        Some(d) if d.is_positive() => format!("{after}s (in {})", human(d)),
+        Some(d) => format!("{after}s ({} ago)", human(-d)),
+        None => format!("{after}s"),
+    })
+}
+
+/// Lines under the checks table: Kueue's retryCount and requeueAfterSeconds (in the table when
+/// wide), and each podSetUpdate.
+fn extras(c: &CheckView, wide: bool) -> Vec<String> {
+    let name = escape(&c.detail.name);
+    let mut lines = Vec::new();
+    if !wide {
+        let mut parts = Vec::new();
+        if let Some(n) = c.detail.retry_count {
+            parts.push(format!("retryCount {n}"));
+        }
+        if let Some(r) = requeue(c) {
+            parts.push(format!("requeueAfterSeconds {r}"));
+        }
+        if !parts.is_empty() {
+            lines.push(format!("{name}: {}", parts.join(", ")));
+        }
+    }
+    for u in &c.detail.pod_set_updates {
+        lines.push(format!("{name}: podSetUpdate {}", update(u)));
+    }
+    lines
+}
+
+fn update(u: &PodSetUpdate) -> String {
+    let map = |m: &BTreeMap<String, String>| m.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",");
+    let mut parts = Vec::new();
+    for (what, m) in [("labels", &u.labels), ("annotations", &u.annotations), ("nodeSelector", &u.node_selector)] {
+        if !m.is_empty() {
+            parts.push(format!("{what} {}", map(m)));
+        }
+    }
+    if !u.tolerations.is_empty() {
+        parts.push(format!("tolerations {}", u.tolerations.join(",")));
+    }
+    if parts.is_empty() {
+        parts.push("(no changes)".into());
+    }
+    escape(&format!("{}: {}", u.name, parts.join("; ")))
+}
