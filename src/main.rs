@@ -66,7 +66,11 @@ fn report(e: &Error) -> Exit {
     if let Some(hint) = e.hint() {
         let _ = writeln!(stderr, "{hint}");
     }
-    if e.is_usage() { Exit::Usage } else { Exit::Failed }
+    if e.is_usage() {
+        let _ = writeln!(stderr, "See 'kubectl dispatch --help' for usage.");
+        return Exit::Usage;
+    }
+    Exit::Failed
 }
 
 /// clap's errors, reduced to kubectl's shape: one `error:` line and one hint.
@@ -80,8 +84,14 @@ fn usage(e: clap::Error) -> Exit {
         return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { Exit::Usage } else { Exit::Yes };
     }
     let text = e.render().to_string();
-    let first = text.lines().next().unwrap_or("error: invalid usage");
-    let line = first.strip_prefix("error: ").unwrap_or(first);
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or("error: invalid usage");
+    let mut line = first.strip_prefix("error: ").unwrap_or(first).to_string();
+    // "the following required arguments were not provided:" lists them on the lines below.
+    if line.ends_with(':') {
+        let listed: Vec<&str> = lines.take_while(|l| l.starts_with("  ")).map(str::trim).collect();
+        line = format!("{line} {}", listed.join(", "));
+    }
     let mut stderr = io::stderr().lock();
     let _ = writeln!(stderr, "error: {line}");
     let _ = writeln!(stderr, "See 'kubectl dispatch --help' for usage.");

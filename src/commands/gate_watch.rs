@@ -360,7 +360,7 @@ fn stamp(now: k8s_openapi::jiff::Timestamp) -> String {
 fn print_chains(run: &GateRun, opts: &GateOptions<'_>, deps: &mut Deps<'_>) -> Result<(), Error> {
     match opts.output.format {
         Format::Json | Format::Yaml => crate::render::structured::json_line(deps.out, &run.document())?,
-        Format::Table | Format::Wide => {
+        Format::Table | Format::Wide | Format::Prometheus => {
             writeln!(deps.out, "{} ReadmissionGate re-evaluated", stamp(run.now))?;
             for chain in &run.report.chains {
                 crate::render::gate::chain_block(

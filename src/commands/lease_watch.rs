@@ -144,7 +144,7 @@ impl View {
         self.clear(out)?;
         match self.output.format {
             Format::Json | Format::Yaml => crate::render::structured::json_line(out, &change_doc(change))?,
-            Format::Table | Format::Wide => {
+            Format::Table | Format::Wide | Format::Prometheus => {
                 if matches!(change.kind, crate::core::heartbeat::ChangeKind::Observed) && !self.output.no_headers {
                     self.columns.header(out, change)?;
                 }

@@ -57,6 +57,16 @@ pub fn render(results: &[ContextResult], output: Output, out: &mut dyn Write) ->
                 super::structured::yaml(out, &doc)
             }
         }
+        Format::Prometheus => {
+            let contexts: Vec<super::prometheus::Context> = results
+                .iter()
+                .map(|r| super::prometheus::Context {
+                    name: &r.context,
+                    outcome: r.outcome.as_ref().map_err(String::as_str),
+                })
+                .collect();
+            super::prometheus::render(&contexts, out)
+        }
         Format::Table | Format::Wide => {
             let max = (output.format == Format::Table).then_some(80);
             let rows: Vec<Vec<String>> = results.iter().flat_map(|r| rows(r, max)).collect();

@@ -26,6 +26,8 @@ pub fn render(run: &GateRun, output: Output, style: Style, out: &mut dyn Write) 
         Format::Json => super::structured::json(out, &run.document()),
         Format::Yaml => super::structured::yaml(out, &run.document()),
         Format::Table | Format::Wide => text(run, output, style, out),
+        // It needs the context's name: commands call super::prometheus::render.
+        Format::Prometheus => Err(io::Error::new(io::ErrorKind::InvalidInput, "-o prometheus is written per context")),
     }
 }
 

@@ -19,7 +19,8 @@ pub fn render(run: &LeaseRun, output: Output, out: &mut dyn Write) -> io::Result
     match output.format {
         Format::Json => super::structured::json(out, &run.document()),
         Format::Yaml => super::structured::yaml(out, &run.document()),
-        Format::Table | Format::Wide => {
+        // `lease` has no -o prometheus (cli::LeaseFormat); `gate -o prometheus` has the Lease.
+        Format::Table | Format::Wide | Format::Prometheus => {
             let wide = output.format == Format::Wide;
             let mut headers = HEADERS.to_vec();
             if wide {
