@@ -108,7 +108,7 @@ pub async fn run(conn: &Connection, opts: &GateOptions<'_>, deps: &mut Deps<'_>)
         let name = conn.context.as_deref().unwrap_or_default();
         crate::render::prometheus::render(&[Context { name, outcome: Ok(&run) }], deps.out)?;
     } else {
-        crate::render::gate::render(&run, opts.output, deps.style, deps.out)?;
+        crate::render::gate::render_to(&run, opts.output, deps.style, deps.out, deps.err)?;
     }
     deps.out.flush()?;
     if run.waiting.found().is_some_and(|w| w.is_empty()) && matches!(opts.output.format, Format::Table | Format::Wide) {

@@ -75,6 +75,20 @@ pub fn render(results: &[ContextResult], output: Output, out: &mut dyn Write) ->
     }
 }
 
+/// Each context's warnings (clock skew, a Lease renewed in the future, Workloads that may not
+/// be listed, Kueue's version fallback), as `gate` prints its own on stderr, each prefixed by
+/// its context: `Warning: context prod: ...`.
+pub fn warnings(results: &[ContextResult], err: &mut dyn Write) -> io::Result<()> {
+    for r in results {
+        if let Ok(run) = &r.outcome {
+            for w in &run.warnings {
+                writeln!(err, "Warning: context {}: {w}", cell(&r.context, None))?;
+            }
+        }
+    }
+    Ok(())
+}
+
 fn rows(r: &ContextResult, max: Option<usize>) -> Vec<Vec<String>> {
     let context = cell(&r.context, None);
     match &r.outcome {
