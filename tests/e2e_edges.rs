@@ -469,3 +469,31 @@ fn flags_a_verb_does_not_use_are_usage_errors() {
         assert!(!help.stdout.contains(foreign), "lease --help shows {foreign}");
     }
 }
+
+/// The live modes keep --no-headers' promise too: table rows on stdout, the rest on stderr.
+#[test]
+fn no_headers_with_watch_and_wait_keeps_stdout_to_rows() {
+    use support::watch::Watch;
+    let c = Cluster::shared();
+    let s = Scenario::new("noheaderslive");
+    c.apply(&s.healthy_yaml());
+    c.apply(&fixtures::workload(&s.ns, "job-1", &s.lq, Some(&s.cq), &[(&s.check, "Pending", "waiting", 5)]));
+    let is_row = |l: &str| {
+        let first = l.split_whitespace().next().unwrap_or_default();
+        ["1", "2", "3", "4", s.ns.as_str()].contains(&first)
+    };
+    let mut w = Watch::start(c, &s.args("gate", &["--watch", "-A", "--no-headers"]));
+    w.wait_for("the Lease check's row", Duration::from_secs(20), |l| l.starts_with("4 "));
+    // The verdict and the waiting count follow the rows at once.
+    std::thread::sleep(Duration::from_secs(1));
+    let (code, stdout, stderr) = w.stop();
+    assert_eq!(code, 0);
+    assert!(stdout.iter().all(|l| is_row(l)), "stdout:\n{}", stdout.join("\n"));
+    assert!(stderr.iter().any(|l| l == "ReadmissionGate: yes (the adapter writes)"), "{stderr:?}");
+    assert!(stderr.iter().any(|l| l.ends_with(" 1 workload waits at dispatch's Pending check")), "{stderr:?}");
+
+    let wait = c.dispatch(&s.args("gate", &["--wait", "--timeout", "20s", "-A", "--no-headers"]));
+    wait.expect_code(0);
+    assert!(wait.lines().iter().all(|l| is_row(l)) && wait.lines().len() == 5, "{}", wait.stdout);
+    assert!(wait.stderr.lines().any(|l| l == "ReadmissionGate: yes (the adapter writes)"), "{}", wait.stderr);
+}

@@ -86,11 +86,16 @@ fn text(run: &GateRun, output: Output, style: Style, lines: &mut Lines<'_>) -> i
 }
 
 /// One ClusterQueue's chain: its title, the checks, the note on Active, the verdict line. With
-/// `no_headers` only the check rows are written (the rest is dropped).
-pub fn chain_block(chain: &Chain, lease: &str, no_headers: bool, style: Style, out: &mut dyn Write) -> io::Result<()> {
-    let mut sink = io::sink();
-    let notes: Option<&mut dyn Write> = if no_headers { Some(&mut sink) } else { None };
-    chain_lines(chain, lease, no_headers, style, &mut Lines { out, notes })
+/// `no_headers` only the check rows go to `out`, the rest to `notes`.
+pub fn chain_block(
+    chain: &Chain,
+    lease: &str,
+    no_headers: bool,
+    style: Style,
+    out: &mut dyn Write,
+    notes: &mut dyn Write,
+) -> io::Result<()> {
+    chain_lines(chain, lease, no_headers, style, &mut Lines { out, notes: no_headers.then_some(notes) })
 }
 
 fn chain_lines(chain: &Chain, lease: &str, no_headers: bool, style: Style, lines: &mut Lines<'_>) -> io::Result<()> {
