@@ -437,14 +437,14 @@ fn fleet() {
         },
     ];
     let mut failures = Vec::new();
-    for (file, format) in [("fleet.txt", Format::Table), ("fleet.prom", Format::Prometheus)] {
-        let mut out = Vec::new();
-        render::fleet::render(&results, Output { format, no_headers: false }, &mut out).unwrap();
-        failures.extend(compare(file, &String::from_utf8(out).unwrap()));
+    for (name, ext, format) in [("fleet", "txt", Format::Table), ("fleet-prom", "prom", Format::Prometheus)] {
+        let output = Output { format, no_headers: false };
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        render::fleet::render(&results, output, &mut out).unwrap();
+        render::fleet::notes(&results, output, &mut err).unwrap();
+        failures.extend(compare(&format!("fleet.{ext}"), &String::from_utf8(out).unwrap()));
+        failures.extend(compare(&format!("{name}.stderr.txt"), &String::from_utf8(err).unwrap()));
     }
-    let mut err = Vec::new();
-    render::fleet::warnings(&results, &mut err).unwrap();
-    failures.extend(compare("fleet.stderr.txt", &String::from_utf8(err).unwrap()));
     assert!(failures.is_empty(), "rendered output differs from the golden files:\n{}", failures.join("\n"));
 }
 
@@ -538,7 +538,7 @@ fn every_golden_file_is_rendered_by_a_test() {
         expected.insert(format!("{gate}.prom"));
         expected.insert(format!("{gate}-no-headers.stderr.txt"));
     }
-    expected.extend(["fleet.txt", "fleet.prom", "fleet.stderr.txt"].map(String::from));
+    expected.extend(["fleet.txt", "fleet.prom", "fleet.stderr.txt", "fleet-prom.stderr.txt"].map(String::from));
     let present: BTreeSet<String> = std::fs::read_dir(golden_dir())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -51,7 +51,7 @@ pub fn run(opts: &FleetOptions<'_>, deps: &mut Deps<'_>) -> Result<Exit, Error> 
             })
             .collect()
     });
-    fleet::warnings(&results, deps.err)?;
+    fleet::notes(&results, opts.output, deps.err)?;
     fleet::render(&results, opts.output, deps.out)?;
     Ok(worst(&results))
 }

@@ -75,15 +75,21 @@ pub fn render(results: &[ContextResult], output: Output, out: &mut dyn Write) ->
     }
 }
 
-/// Each context's warnings (clock skew, a Lease renewed in the future, Workloads that may not
-/// be listed, Kueue's version fallback), as `gate` prints its own on stderr, each prefixed by
-/// its context: `Warning: context prod: ...`.
-pub fn warnings(results: &[ContextResult], err: &mut dyn Write) -> io::Result<()> {
+/// What goes to stderr beside the output: each context's warnings (clock skew, a Lease renewed
+/// in the future, Workloads that may not be listed, Kueue's version fallback), as `gate` prints
+/// its own, prefixed by the context (`Warning: context prod: ...`); and with `-o prometheus`,
+/// which has no row to carry it, why a context could not be judged (`error: context edge: ...`).
+pub fn notes(results: &[ContextResult], output: Output, err: &mut dyn Write) -> io::Result<()> {
     for r in results {
-        if let Ok(run) = &r.outcome {
-            for w in &run.warnings {
-                writeln!(err, "Warning: context {}: {w}", cell(&r.context, None))?;
+        let context = cell(&r.context, None);
+        match &r.outcome {
+            Ok(run) => {
+                for w in &run.warnings {
+                    writeln!(err, "Warning: context {context}: {w}")?;
+                }
             }
+            Err(e) if output.format == Format::Prometheus => writeln!(err, "error: context {context}: {e}")?,
+            Err(_) => {}
         }
     }
     Ok(())

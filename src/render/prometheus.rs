@@ -14,9 +14,6 @@ use crate::core::lease::LeaseState;
 use crate::core::verdict::Verdict;
 use crate::report::GateRun;
 
-/// The content type to serve or push this as.
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
-
 const VERDICTS: [Verdict; 3] = [Verdict::Yes, Verdict::No, Verdict::Unknown];
 const CHECKS: [CheckKind; 4] = [CheckKind::Listed, CheckKind::Controller, CheckKind::Active, CheckKind::Heartbeat];
 const RESULTS: [&str; 3] = ["pass", "fail", "unknown"];
