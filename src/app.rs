@@ -17,25 +17,22 @@ pub async fn run(inv: &Invocation, deps: &mut Deps<'_>) -> Result<Exit, Error> {
     let connect = || connect::connect(&inv.connection, manner, deps.log);
     match &inv.verb {
         // Each context connects on its own.
-        Verb::Fleet { contexts, settings, output, all_states } => {
+        Verb::Fleet { contexts, settings, output, all_states, all_namespaces } => {
             let opts = FleetOptions {
                 connection: &inv.connection,
                 contexts,
                 settings,
                 output: *output,
                 all_states: *all_states,
+                all_namespaces: *all_namespaces,
                 timeout: inv.timeout,
             };
             fleet::run(&opts, deps)
         }
-        Verb::Gate { settings, output, all_states, live } => {
+        Verb::Gate { settings, output, all_states, all_namespaces, live } => {
             let conn = connect().await?;
-            let opts = GateOptions {
-                settings,
-                output: *output,
-                all_states: *all_states,
-                all_namespaces: inv.connection.all_namespaces,
-            };
+            let opts =
+                GateOptions { settings, output: *output, all_states: *all_states, all_namespaces: *all_namespaces };
             match live {
                 None => gate::run(&conn, &opts, deps).await,
                 Some(live) => gate_watch::run(&conn, &opts, *live, deps).await,

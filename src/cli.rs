@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum, ValueHint};
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum, ValueHint};
 
 use crate::core::lease::LeaseRef;
 use crate::exit::{EXIT_CODES_HELP, WORKLOAD_EXIT_CODES_HELP};
@@ -22,6 +22,11 @@ use crate::exit::{EXIT_CODES_HELP, WORKLOAD_EXIT_CODES_HELP};
 pub struct Cli {
     #[command(flatten)]
     pub connection: ConnectionArgs,
+
+    /// gate's `-n`/`-A` typed before the verb (`kubectl dispatch -n ml gate`), as kubectl
+    /// takes flags before or after the verb; any other verb refuses them.
+    #[command(flatten)]
+    pub scope: ScopeArgs,
 
     #[command(subcommand)]
     pub command: Command,
@@ -79,13 +84,10 @@ pub struct ConnectionArgs {
     #[arg(help_heading = CONNECTION, long = "as-group", global = true, value_name = "GROUP")]
     pub impersonate_groups: Vec<String>,
 
-    /// Namespace of the Workloads to show (default: the context's namespace, else default)
-    #[arg(short = 'n', long, global = true, value_name = "NAME")]
+    /// The namespace of the Workloads to show: `-n` of gate (see [`ScopeArgs`]), set by
+    /// `settings::resolve`; not a flag of the connection.
+    #[arg(skip)]
     pub namespace: Option<String>,
-
-    /// Show Workloads in every namespace
-    #[arg(short = 'A', long, global = true)]
-    pub all_namespaces: bool,
 
     /// UID to impersonate (with --as)
     #[arg(help_heading = CONNECTION, long = "as-uid", global = true, value_name = "UID")]
@@ -150,12 +152,23 @@ impl std::str::FromStr for Secret {
     }
 }
 
-/// Which of dispatch's objects to read. Flags win over `--config`.
+/// Which Lease to read. Flags win over `--config`.
 #[derive(Debug, Args, Default, Clone)]
-pub struct TargetArgs {
+pub struct LeaseTargetArgs {
     /// The controller's Lease [default: dispatch-system/dispatch-admission]
     #[arg(long, value_name = "NAMESPACE/NAME")]
     pub lease: Option<LeaseRef>,
+
+    /// Read these settings from the adapter's YAML config (kueue.admissionLease, ...)
+    #[arg(value_hint = ValueHint::FilePath, long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+/// Which of dispatch's objects the gate reads. Flags win over `--config`.
+#[derive(Debug, Args, Default, Clone)]
+pub struct GateTargetArgs {
+    #[command(flatten)]
+    pub lease: LeaseTargetArgs,
 
     /// dispatch's controllerName on AdmissionChecks [default: dispatch-admission]
     #[arg(long, value_name = "NAME")]
@@ -168,45 +181,96 @@ pub struct TargetArgs {
     /// The AdmissionCheck to judge (default: those whose controllerName is dispatch's)
     #[arg(long, value_name = "NAME")]
     pub admission_check: Option<String>,
+}
 
-    /// Read these settings from the adapter's YAML config (kueue.admissionLease, ...)
-    #[arg(value_hint = ValueHint::FilePath, long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
+/// Where the gate looks for waiting Workloads: `-n`/`-A`, after the verb or before it.
+#[derive(Debug, Args, Default, Clone)]
+pub struct ScopeArgs {
+    /// Namespace of the Workloads to show (default: the context's namespace, else default)
+    #[arg(short = 'n', long, value_name = "NAME")]
+    pub namespace: Option<String>,
+
+    /// Show Workloads in every namespace
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
+}
+
+impl ScopeArgs {
+    pub fn is_set(&self) -> bool {
+        self.namespace.is_some() || self.all_namespaces
+    }
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct GateOutputArgs {
+    /// Output format (prometheus: text exposition for node_exporter's textfile collector or a Pushgateway)
+    #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
+    pub output: Format,
+
+    /// Print tables without their header row; only table rows reach stdout (the rest goes to stderr)
+    #[arg(long)]
+    pub no_headers: bool,
 }
 
 #[derive(Debug, Args, Clone)]
 pub struct OutputArgs {
     /// Output format
-    #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
-    pub output: Format,
+    #[arg(short = 'o', long, value_enum, default_value_t = ReportFormat::Table)]
+    pub output: ReportFormat,
 
     /// Print tables without their header row
     #[arg(long)]
     pub no_headers: bool,
 }
 
+/// Every output format; `gate` takes them all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     Table,
     Wide,
     Json,
     Yaml,
+    Prometheus,
+}
+
+/// The formats of `lease` and `workload`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Table,
+    Wide,
+    Json,
+    Yaml,
+}
+
+impl From<ReportFormat> for Format {
+    fn from(f: ReportFormat) -> Format {
+        match f {
+            ReportFormat::Table => Format::Table,
+            ReportFormat::Wide => Format::Wide,
+            ReportFormat::Json => Format::Json,
+            ReportFormat::Yaml => Format::Yaml,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
+#[command(group(ArgGroup::new("live").args(["watch", "wait"]).multiple(true)))]
 pub struct GateArgs {
     #[command(flatten)]
-    pub target: TargetArgs,
+    pub target: GateTargetArgs,
 
     #[command(flatten)]
-    pub output: OutputArgs,
+    pub scope: ScopeArgs,
+
+    #[command(flatten)]
+    pub output: GateOutputArgs,
 
     /// Also show Workloads at dispatch's check in Retry, Rejected, or Pending before quota
     #[arg(long)]
     pub all_states: bool,
 
     /// Judge the gate on every context of the kubeconfig, concurrently (one row per context)
-    #[arg(long, conflicts_with_all = ["watch", "wait"])]
+    #[arg(long, conflicts_with_all = ["watch", "wait", "contexts"])]
     pub all_contexts: bool,
 
     /// Follow the gate: print the chain again when the verdict or its reason changes
@@ -217,19 +281,18 @@ pub struct GateArgs {
     #[arg(long)]
     pub wait: bool,
 
-    /// Give up waiting or watching after this long (e.g. 5m); default: never
-    #[arg(long, value_name = "DURATION")]
+    /// With --wait or --watch, give up after this long (e.g. 5m); default: never
+    #[arg(long, value_name = "DURATION", requires = "live")]
     pub timeout: Option<String>,
 }
 
 #[derive(Debug, Args)]
 pub struct LeaseArgs {
     #[command(flatten)]
-    pub target: TargetArgs,
+    pub target: LeaseTargetArgs,
 
     #[command(flatten)]
     pub output: OutputArgs,
-
     /// Follow the Lease live: a row for each renewal, takeover, deletion, and the moment it goes stale
     #[arg(short = 'w', long)]
     pub watch: bool,
@@ -264,9 +327,12 @@ pub struct WorkloadArgs {
     #[arg(value_name = "NAME")]
     pub name: String,
 
-    /// The controller's Lease [default: dispatch-system/dispatch-admission]
-    #[arg(long, value_name = "NAMESPACE/NAME")]
-    pub lease: Option<LeaseRef>,
+    /// The Workload's namespace (default: the context's namespace, else default)
+    #[arg(short = 'n', long, value_name = "NAME")]
+    pub namespace: Option<String>,
+
+    #[command(flatten)]
+    pub lease: LeaseTargetArgs,
 
     /// dispatch's controllerName on AdmissionChecks [default: dispatch-admission]
     #[arg(long, value_name = "NAME")]
@@ -276,10 +342,6 @@ pub struct WorkloadArgs {
     #[arg(long, value_name = "NAME")]
     pub admission_check: Option<String>,
 
-    /// Read these settings from the adapter's YAML config (kueue.admissionLease, ...)
-    #[arg(value_hint = ValueHint::FilePath, long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -287,13 +349,12 @@ pub struct WorkloadArgs {
 impl WorkloadArgs {
     /// The settings that name dispatch's objects, as `gate` takes them (no ClusterQueue: the
     /// Workload's own is judged).
-    pub fn target(&self) -> TargetArgs {
-        TargetArgs {
+    pub fn target(&self) -> GateTargetArgs {
+        GateTargetArgs {
             lease: self.lease.clone(),
             controller_name: self.controller_name.clone(),
             cluster_queues: Vec::new(),
             admission_check: self.admission_check.clone(),
-            config: self.config.clone(),
         }
     }
 }

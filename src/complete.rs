@@ -206,7 +206,7 @@ pub fn kubectl_complete(words: &[String], names: &dyn Names) -> String {
             _ => DIRECTIVE_NO_FILE,
         }
     } else if current.starts_with('-') {
-        out.flags(&line.commands(&root), current);
+        out.flags(line.args(&root), current);
         DIRECTIVE_NO_FILE
     } else {
         let sub = line.leaf(&root);
@@ -342,16 +342,25 @@ impl Line {
         chain
     }
 
+    /// The flags in scope: the innermost command's, and its ancestors' global ones (a flag of
+    /// the root alone, like `-n` typed before `gate`, is not one of `lease`'s).
+    fn args<'a>(&self, root: &'a clap::Command) -> impl Iterator<Item = &'a Arg> {
+        self.commands(root)
+            .into_iter()
+            .enumerate()
+            .flat_map(|(depth, c)| c.get_arguments().filter(move |a| depth == 0 || a.is_global_set()))
+    }
+
     fn leaf<'a>(&self, root: &'a clap::Command) -> &'a clap::Command {
         self.commands(root)[0]
     }
 
     fn find_long(&self, root: &clap::Command, name: &str) -> Option<Arg> {
-        self.commands(root).into_iter().find_map(|c| c.get_arguments().find(|a| a.get_long() == Some(name)).cloned())
+        self.args(root).find(|a| a.get_long() == Some(name)).cloned()
     }
 
     fn find_short(&self, root: &clap::Command, short: char) -> Option<Arg> {
-        self.commands(root).into_iter().find_map(|c| c.get_arguments().find(|a| a.get_short() == Some(short)).cloned())
+        self.args(root).find(|a| a.get_short() == Some(short)).cloned()
     }
 }
 
@@ -378,16 +387,14 @@ impl Candidates {
         self.text.push('\n');
     }
 
-    fn flags(&mut self, commands: &[&clap::Command], current: &str) {
-        for command in commands {
-            for arg in command.get_arguments().filter(|a| !a.is_hide_set()) {
-                let help = arg.get_help().map(|h| h.to_string());
-                if let Some(long) = arg.get_long() {
-                    self.push(&format!("--{long}"), help.clone(), current);
-                }
-                if let Some(short) = arg.get_short() {
-                    self.push(&format!("-{short}"), help, current);
-                }
+    fn flags<'a>(&mut self, args: impl Iterator<Item = &'a Arg>, current: &str) {
+        for arg in args.filter(|a| !a.is_hide_set()) {
+            let help = arg.get_help().map(|h| h.to_string());
+            if let Some(long) = arg.get_long() {
+                self.push(&format!("--{long}"), help.clone(), current);
+            }
+            if let Some(short) = arg.get_short() {
+                self.push(&format!("-{short}"), help, current);
             }
         }
     }
@@ -481,7 +488,9 @@ mod tests {
         assert_eq!(values(&complete(&["--context", "v"])), ["viewer", ":4"]);
         assert_eq!(values(&complete(&["gate", "--context=a"])), ["--context=admin", ":4"]);
         // A name with a control character never reaches the shell.
-        assert_eq!(values(&complete(&["lease", "-n", ""])), ["default", "kube-system", ":4"]);
+        assert_eq!(values(&complete(&["gate", "-n", ""])), ["default", "kube-system", ":4"]);
+        // gate's -n before the verb, as kubectl takes flags before or after it.
+        assert_eq!(values(&complete(&["-n", "k"])), ["kube-system", ":4"]);
         assert_eq!(values(&complete(&["gate", "-A", "--cluster-queue", "team"])), ["team-b", ":4"]);
     }
 
@@ -502,12 +511,20 @@ mod tests {
 
     #[test]
     fn enums_files_and_flags() {
-        assert_eq!(values(&complete(&["gate", "-o", ""])), ["table", "wide", "json", "yaml", ":4"]);
+        assert_eq!(values(&complete(&["gate", "-o", ""])), ["table", "wide", "json", "yaml", "prometheus", ":4"]);
+        assert_eq!(values(&complete(&["lease", "-o", ""])), ["table", "wide", "json", "yaml", ":4"]);
         assert_eq!(values(&complete(&["gate", "--kubeconfig", ""])), [":0"]);
         assert_eq!(values(&complete(&["completion", ""])), ["bash", "zsh", "fish", "powershell", ":4"]);
         let flags = complete(&["gate", "--cl"]);
         assert_eq!(values(&flags), ["--cluster-queue", "--cluster", "--client-certificate", "--client-key", ":4"]);
         assert_eq!(values(&complete(&["lease", "--all-s"])), [":4"], "--all-states belongs to gate only");
+        // lease offers only what it uses: no -n/-A, no gate targets, --timeout only as its own.
+        let lease = complete(&["lease", "-"]);
+        for foreign in ["-n", "--namespace", "-A", "--cluster-queue", "--admission-check", "--controller-name"] {
+            assert!(!values(&lease).contains(&foreign), "lease offers {foreign}: {lease:?}");
+        }
+        assert!(values(&lease).contains(&"--lease") && values(&lease).contains(&"--context"), "{lease:?}");
+        assert!(values(&complete(&["gate", "-"])).contains(&"-n"));
         assert_eq!(values(&complete(&["gate", "--request-timeout", ""])), [":4"]);
         for file in ["--certificate-authority", "--client-certificate", "--client-key", "--config"] {
             assert_eq!(values(&complete(&["gate", file, ""])), [":0"], "{file} takes a file");

@@ -66,6 +66,9 @@ fn report(e: &Error) -> Exit {
     if let Some(hint) = e.hint() {
         let _ = writeln!(stderr, "{hint}");
     }
+    if e.is_usage() {
+        let _ = writeln!(stderr, "See 'kubectl dispatch --help' for usage.");
+    }
     e.exit()
 }
 
@@ -80,8 +83,14 @@ fn usage(e: clap::Error) -> Exit {
         return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { Exit::Usage } else { Exit::Yes };
     }
     let text = e.render().to_string();
-    let first = text.lines().next().unwrap_or("error: invalid usage");
-    let line = first.strip_prefix("error: ").unwrap_or(first);
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or("error: invalid usage");
+    let mut line = first.strip_prefix("error: ").unwrap_or(first).to_string();
+    // "the following required arguments were not provided:" lists them on the lines below.
+    if line.ends_with(':') {
+        let listed: Vec<&str> = lines.take_while(|l| l.starts_with("  ")).map(str::trim).collect();
+        line = format!("{line} {}", listed.join(", "));
+    }
     let mut stderr = io::stderr().lock();
     let _ = writeln!(stderr, "error: {line}");
     let _ = writeln!(stderr, "See 'kubectl dispatch --help' for usage.");

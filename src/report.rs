@@ -4,6 +4,7 @@
 use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 
+use crate::core::duration::ceil_seconds;
 use crate::core::fetched::Fetched;
 use crate::core::gate::{Chain, Check, GateReport, Outcome};
 use crate::core::lease::{LeaseAssessment, LeaseState};
@@ -207,10 +208,10 @@ pub fn lease_doc(a: &LeaseAssessment) -> LeaseDoc {
     let facts = a.facts.clone().unwrap_or_default();
     let (limit, age, stale_in, stale_for) = match &a.state {
         LeaseState::Fresh { age, limit, stale_in } => {
-            (Some(limit.as_secs()), Some(age.as_secs()), Some(stale_in.as_secs()), None)
+            (Some(limit.as_secs()), Some(ceil_seconds(*age)), Some(stale_in.as_secs()), None)
         }
         LeaseState::Stale { age, limit, stale_for } => {
-            (Some(limit.as_secs()), Some(age.as_secs()), None, Some(stale_for.as_secs()))
+            (Some(limit.as_secs()), Some(ceil_seconds(*age)), None, Some(ceil_seconds(*stale_for)))
         }
         _ => (facts.duration_seconds.map(|d| 2 * i64::from(d)), None, None, None),
     };

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::cli::{Cli, Command, ConnectionArgs, Format, OutputArgs, TargetArgs};
+use crate::cli::{
+    Cli, Command, ConnectionArgs, Format, GateOutputArgs, GateTargetArgs, LeaseTargetArgs, OutputArgs, ScopeArgs,
+};
 use crate::core::gate::GateSettings;
 use crate::core::lease::LeaseRef;
 use crate::error::{Error, first_line};
@@ -34,11 +36,13 @@ pub enum Verb {
         settings: GateSettings,
         output: Output,
         all_states: bool,
+        all_namespaces: bool,
     },
     Gate {
         settings: GateSettings,
         output: Output,
         all_states: bool,
+        all_namespaces: bool,
         live: Option<GateLive>,
     },
     Lease {
@@ -75,16 +79,60 @@ pub struct Output {
     pub no_headers: bool,
 }
 
+impl From<&GateOutputArgs> for Output {
+    fn from(o: &GateOutputArgs) -> Self {
+        Output { format: o.output, no_headers: o.no_headers }
+    }
+}
+
 impl From<&OutputArgs> for Output {
     fn from(o: &OutputArgs) -> Self {
-        Output { format: o.output, no_headers: o.no_headers }
+        Output { format: o.output.into(), no_headers: o.no_headers }
     }
 }
 
 pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
     let timeout = parse_timeout(&cli.connection.request_timeout)?;
     let mut connection = cli.connection;
+    // gate's -n/-A and workload's -n, after the verb or before it; lease reads no Workloads.
+    let scope = match &cli.command {
+        Command::Gate(args) => ScopeArgs {
+            namespace: args.scope.namespace.clone().or(cli.scope.namespace),
+            all_namespaces: args.scope.all_namespaces || cli.scope.all_namespaces,
+        },
+        Command::Workload(args) if !cli.scope.all_namespaces => {
+            ScopeArgs { namespace: args.namespace.clone().or(cli.scope.namespace), all_namespaces: false }
+        }
+        Command::Workload(_) => {
+            return Err(Error::Usage(
+                "a Workload is named in one namespace: use -n NAMESPACE, not -A (list them with 'kubectl get workloads.kueue.x-k8s.io -A')".into(),
+            ));
+        }
+        Command::Lease(_) if cli.scope.is_set() => {
+            return Err(Error::Usage(
+                "lease takes no --namespace or --all-namespaces: name the Lease with --lease NAMESPACE/NAME".into(),
+            ));
+        }
+        _ if cli.scope.is_set() => {
+            return Err(Error::Usage("only gate and workload take --namespace, and only gate --all-namespaces".into()));
+        }
+        _ => ScopeArgs::default(),
+    };
+    connection.namespace = scope.namespace.clone();
+    if let Command::Gate(args) = &cli.command
+        && args.output.output == Format::Prometheus
+        && (args.watch || args.wait)
+    {
+        return Err(Error::Usage(
+            "-o prometheus writes one exposition: it takes neither --watch nor --wait (run it from a timer or a CronJob)"
+                .into(),
+        ));
+    }
     let fleet = match &cli.command {
+        // clap sees this conflict only when --context comes after the verb.
+        Command::Gate(args) if args.all_contexts && !connection.contexts.is_empty() => {
+            return Err(Error::Usage("the argument '--all-contexts' cannot be used with '--context <NAME>'".into()));
+        }
         Command::Gate(args) if args.all_contexts => Some(Fleet::All),
         Command::Gate(args) if connection.contexts.len() > 1 => {
             if args.watch || args.wait {
@@ -104,17 +152,19 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
             settings: gate_settings(&args.target)?,
             output: (&args.output).into(),
             all_states: args.all_states,
+            all_namespaces: scope.all_namespaces,
         },
         Command::Gate(args) => Verb::Gate {
             settings: gate_settings(&args.target)?,
             output: (&args.output).into(),
             all_states: args.all_states,
+            all_namespaces: scope.all_namespaces,
             live: (args.watch || args.wait)
                 .then(|| Ok::<_, Error>(GateLive { wait: args.wait, timeout: wait_timeout(args.timeout.as_deref())? }))
                 .transpose()?,
         },
         Command::Lease(args) => Verb::Lease {
-            lease: gate_settings(&args.target)?.lease,
+            lease: lease_ref(&args.target, &read_target_config(&args.target)?)?,
             output: (&args.output).into(),
             watch: args
                 .watch
@@ -128,11 +178,6 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
                 .transpose()?,
         },
         Command::Workload(args) => {
-            if connection.all_namespaces {
-                return Err(Error::Usage(
-                    "a Workload is named in one namespace: use -n NAMESPACE, not -A (list them with 'kubectl get workloads.kueue.x-k8s.io -A')".into(),
-                ));
-            }
             Verb::Workload { settings: gate_settings(&args.target())?, output: (&args.output).into(), name: args.name }
         }
         // Needs no cluster: main prints the script before resolving anything.
@@ -158,20 +203,29 @@ struct KueueConfig {
     cluster_queues: Vec<String>,
 }
 
-fn gate_settings(target: &TargetArgs) -> Result<GateSettings, Error> {
-    let file = match &target.config {
-        Some(path) => read_config(path)?,
-        None => KueueConfig::default(),
-    };
-    let defaults = GateSettings::default();
-    let lease = match (&target.lease, &file.admission_lease) {
+fn read_target_config(target: &LeaseTargetArgs) -> Result<KueueConfig, Error> {
+    match &target.config {
+        Some(path) => read_config(path),
+        None => Ok(KueueConfig::default()),
+    }
+}
+
+/// `--lease`, else the config's `kueue.admissionLease`, else the default.
+fn lease_ref(target: &LeaseTargetArgs, file: &KueueConfig) -> Result<LeaseRef, Error> {
+    Ok(match (&target.lease, &file.admission_lease) {
         (Some(lease), _) => lease.clone(),
         (None, Some(text)) => text.parse().map_err(|e| Error::ConfigFile {
             path: target.config.clone().unwrap_or_default(),
             cause: format!("kueue.admissionLease: {e}"),
         })?,
-        (None, None) => defaults.lease,
-    };
+        (None, None) => LeaseRef::default(),
+    })
+}
+
+fn gate_settings(target: &GateTargetArgs) -> Result<GateSettings, Error> {
+    let file = read_target_config(&target.lease)?;
+    let defaults = GateSettings::default();
+    let lease = lease_ref(&target.lease, &file)?;
     let cluster_queues = if !target.cluster_queues.is_empty() {
         target.cluster_queues.clone()
     } else {
@@ -260,6 +314,89 @@ mod tests {
         }
     }
 
+    fn resolve_words(words: &[&str]) -> Result<Invocation, String> {
+        use clap::Parser;
+        let cli = Cli::try_parse_from(std::iter::once("kubectl-dispatch").chain(words.iter().copied()))
+            .map_err(|e| format!("clap: {}", e.kind()))?;
+        resolve(cli).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn gate_scope_before_or_after_the_verb() {
+        for words in [&["-n", "ml", "gate"][..], &["gate", "-n", "ml"], &["--namespace=ml", "gate"]] {
+            let inv = resolve_words(words).unwrap();
+            assert_eq!(inv.connection.namespace.as_deref(), Some("ml"), "{words:?}");
+            assert!(matches!(inv.verb, Verb::Gate { all_namespaces: false, .. }), "{words:?}");
+        }
+        let inv = resolve_words(&["-A", "gate", "--context", "a", "--context", "b"]).unwrap();
+        assert!(matches!(inv.verb, Verb::Fleet { all_namespaces: true, .. }));
+        assert_eq!(resolve_words(&["-n", "x", "gate", "-n", "y"]).unwrap().connection.namespace.as_deref(), Some("y"));
+    }
+
+    #[test]
+    fn what_a_verb_does_not_use_is_a_usage_error() {
+        let usage = |words: &[&str]| match resolve_words(words) {
+            Err(e) if e.starts_with("clap: ") => e,
+            Err(e) => {
+                // Our own usage errors: the same exit code (2) as clap's.
+                use clap::Parser;
+                let cli =
+                    Cli::try_parse_from(std::iter::once("kubectl-dispatch").chain(words.iter().copied())).unwrap();
+                assert!(resolve(cli).unwrap_err().is_usage(), "{words:?}: {e}");
+                e
+            }
+            Ok(_) => panic!("{words:?} was accepted"),
+        };
+        for words in [
+            &["lease", "--cluster-queue", "a"][..],
+            &["lease", "--admission-check", "a"],
+            &["lease", "--controller-name", "a"],
+            &["lease", "-n", "a"],
+            &["lease", "-A"],
+            &["lease", "-o", "prometheus"],
+            &["gate", "--timeout", "5s"],
+            &["gate", "--all-contexts", "--context", "a"],
+            &["gate", "--all-contexts", "--watch"],
+        ] {
+            assert!(usage(words).starts_with("clap: "), "{words:?}");
+        }
+        assert!(usage(&["-n", "a", "lease"]).contains("lease takes no --namespace"));
+        assert!(usage(&["-A", "lease"]).contains("lease takes no --namespace"));
+        assert!(usage(&["--context", "a", "gate", "--all-contexts"]).contains("'--all-contexts' cannot be used with"));
+        assert!(usage(&["gate", "-o", "prometheus", "--wait"]).contains("-o prometheus"));
+        assert!(resolve_words(&["gate", "--wait", "--timeout", "5s"]).is_ok());
+        assert!(resolve_words(&["gate", "--watch", "--timeout", "5s"]).is_ok());
+        assert!(resolve_words(&["lease", "--lease", "a/b", "-o", "wide"]).is_ok());
+    }
+
+    #[test]
+    fn help_shows_only_what_a_verb_uses() {
+        use clap::CommandFactory;
+        let mut root = Cli::command();
+        root.build();
+        let help = |name: &str| {
+            let mut sub = root.find_subcommand(name).unwrap().clone();
+            sub.render_long_help().to_string()
+        };
+        let lease = help("lease");
+        for foreign in [
+            "--namespace",
+            "--all-namespaces",
+            "--cluster-queue",
+            "--admission-check",
+            "--controller-name",
+            "prometheus",
+            "--all-contexts",
+        ] {
+            assert!(!lease.contains(foreign), "lease --help shows {foreign}:\n{lease}");
+        }
+        assert!(lease.contains("--lease") && lease.contains("--kubeconfig"), "{lease}");
+        let gate = help("gate");
+        for own in ["--namespace", "--all-namespaces", "--cluster-queue", "prometheus", "--all-contexts", "--timeout"] {
+            assert!(gate.contains(own), "gate --help lacks {own}:\n{gate}");
+        }
+    }
+
     #[test]
     fn config_file_settings_yield_to_flags() {
         let dir = std::env::temp_dir().join(format!("dispatch-config-{}", std::process::id()));
@@ -270,12 +407,13 @@ mod tests {
             "kueue:\n  admissionLease: ops/ctl\n  controllerName: example.com/x\n  clusterQueue: cq-a\n  other: 1\nunrelated: true\n",
         )
         .unwrap();
-        let mut target = TargetArgs { config: Some(path.clone()), ..Default::default() };
+        let mut target =
+            GateTargetArgs { lease: LeaseTargetArgs { config: Some(path.clone()), lease: None }, ..Default::default() };
         let s = gate_settings(&target).unwrap();
         assert_eq!(s.lease.to_string(), "ops/ctl");
         assert_eq!(s.controller_name, "example.com/x");
         assert_eq!(s.cluster_queues, vec!["cq-a".to_string()]);
-        target.lease = Some("a/b".parse().unwrap());
+        target.lease.lease = Some("a/b".parse().unwrap());
         target.controller_name = Some("flag".into());
         let s = gate_settings(&target).unwrap();
         assert_eq!(s.lease.to_string(), "a/b");

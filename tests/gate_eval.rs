@@ -328,7 +328,8 @@ fn cases() -> Vec<Case> {
         Case {
             name: "Lease stale",
             settings: GateSettings::default(),
-            facts: with_lease(Fetched::Found(lease_renewed(secs(47) + SignedDuration::from_millis(900)))),
+            // 46.1s reads 47s: an age judged against a limit is rounded up to whole seconds.
+            facts: with_lease(Fetched::Found(lease_renewed(secs(46) + SignedDuration::from_millis(100)))),
             verdict: Verdict::No,
             cluster_queue: Some("team-a"),
             admission_check: Some(CHECK),
@@ -649,7 +650,8 @@ fn exactly_twice_the_duration_passes_and_a_microsecond_more_fails() {
     let past = with_lease(Fetched::Found(lease_renewed(secs(30) + SignedDuration::from_micros(1))));
     let report = evaluate(&GateSettings::default(), &past);
     assert_eq!(report.verdict, Verdict::No);
-    let reason = "the admission controller's Lease was last renewed 30s ago, beyond 30s";
+    // Past the limit by a microsecond reads past it: the age is rounded up.
+    let reason = "the admission controller's Lease was last renewed 31s ago, beyond 30s";
     assert_eq!(report.chains[0].checks[3].outcome, fail(reason));
     assert_eq!(report.chains[0].reason.as_deref(), Some(reason));
     assert!(matches!(

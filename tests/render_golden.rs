@@ -267,7 +267,25 @@ fn check_all(name: &str, mut render: impl FnMut(Output, &mut Vec<u8>)) {
 
 fn gate_golden(name: &str, input: GateInput) {
     let run = input.run();
-    check_all(name, |output, buf| render::gate::render(&run, output, Style::default(), buf).unwrap());
+    let mut notes_seen = Vec::new();
+    check_all(name, |output, buf| {
+        let mut notes = Vec::new();
+        render::gate::render_to(&run, output, Style::default(), buf, &mut notes).unwrap();
+        if output.no_headers {
+            notes_seen = notes;
+        } else {
+            assert!(notes.is_empty(), "{name}: only --no-headers sends lines elsewhere");
+        }
+    });
+    // With --no-headers stdout has table rows only: the rest goes to stderr.
+    let notes = String::from_utf8(notes_seen).unwrap();
+    let mut failures: Vec<String> = compare(&format!("{name}-no-headers.stderr.txt"), &notes).into_iter().collect();
+    // The same run as metrics, judged on a context named prod.
+    let mut prom = Vec::new();
+    let context = render::prometheus::Context { name: "prod", outcome: Ok(&run) };
+    render::prometheus::render(&[context], &mut prom).unwrap();
+    failures.extend(compare(&format!("{name}.prom"), &String::from_utf8(prom).unwrap()));
+    assert!(failures.is_empty(), "rendered output differs from the golden files:\n{}", failures.join("\n"));
 }
 
 fn lease_golden(name: &str, run: LeaseRun) {
@@ -388,6 +406,48 @@ fn gate_no_cluster_queue_lists_the_check() {
         "gate-not-listed",
         GateInput::new(GateFacts { cluster_queues: Fetched::Found(vec![cq("batch", &[])]), ..healthy_facts() }, vec![]),
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// gate on several contexts
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn fleet() {
+    use render::fleet::ContextResult;
+    let stale = GateInput {
+        warnings: vec![
+            "this machine's clock is about 3s ahead of the API server's; Lease ages are measured with this machine's clock"
+                .into(),
+        ],
+        ..GateInput::new(stale_facts(), two_waiting())
+    };
+    let forbidden = GateInput {
+        workloads: forbidden("list workloads.kueue.x-k8s.io in namespace ml"),
+        warnings: vec![
+            "cannot show waiting Workloads: missing RBAC: list workloads.kueue.x-k8s.io in namespace ml".into(),
+        ],
+        ..GateInput::new(healthy_facts(), vec![])
+    };
+    let results = vec![
+        ContextResult { context: "prod".into(), outcome: Ok(stale.run()) },
+        // A context name is someone's text: quotes, a backslash and a line feed are escaped.
+        ContextResult { context: "lab \"b\"\\\n2".into(), outcome: Ok(forbidden.run()) },
+        ContextResult {
+            context: "edge".into(),
+            outcome: Err("cannot reach the API server at https://10.0.0.9:6443: connection refused".into()),
+        },
+    ];
+    let mut failures = Vec::new();
+    for (name, ext, format) in [("fleet", "txt", Format::Table), ("fleet-prom", "prom", Format::Prometheus)] {
+        let output = Output { format, no_headers: false };
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        render::fleet::render(&results, output, &mut out).unwrap();
+        render::fleet::notes(&results, output, &mut err).unwrap();
+        failures.extend(compare(&format!("fleet.{ext}"), &String::from_utf8(out).unwrap()));
+        failures.extend(compare(&format!("{name}.stderr.txt"), &String::from_utf8(err).unwrap()));
+    }
+    assert!(failures.is_empty(), "rendered output differs from the golden files:\n{}", failures.join("\n"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -606,8 +666,13 @@ fn every_golden_file_is_rendered_by_a_test() {
         "workload-forbidden",
         "workload-retry",
     ];
-    let expected: BTreeSet<String> =
+    let mut expected: BTreeSet<String> =
         names.iter().flat_map(|n| FORMATS.iter().map(move |(suffix, ..)| format!("{n}{suffix}"))).collect();
+    for gate in names.iter().filter(|n| n.starts_with("gate-")) {
+        expected.insert(format!("{gate}.prom"));
+        expected.insert(format!("{gate}-no-headers.stderr.txt"));
+    }
+    expected.extend(["fleet.txt", "fleet.prom", "fleet.stderr.txt", "fleet-prom.stderr.txt"].map(String::from));
     let present: BTreeSet<String> = std::fs::read_dir(golden_dir())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

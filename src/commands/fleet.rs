@@ -27,6 +27,7 @@ pub struct FleetOptions<'a> {
     pub settings: &'a GateSettings,
     pub output: Output,
     pub all_states: bool,
+    pub all_namespaces: bool,
     pub timeout: Option<Duration>,
 }
 
@@ -50,6 +51,7 @@ pub fn run(opts: &FleetOptions<'_>, deps: &mut Deps<'_>) -> Result<Exit, Error> 
             })
             .collect()
     });
+    fleet::notes(&results, opts.output, deps.err)?;
     fleet::render(&results, opts.output, deps.out)?;
     Ok(worst(&results))
 }
@@ -81,7 +83,7 @@ async fn judge_one(
         settings: opts.settings,
         output: opts.output,
         all_states: opts.all_states,
-        all_namespaces: args.all_namespaces,
+        all_namespaces: opts.all_namespaces,
     };
     let now = clock.now();
     let collected = gate::collect(&conn, &gate_opts, log).await.map_err(|e| e.to_string())?;

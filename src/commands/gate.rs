@@ -2,6 +2,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::cli::Format;
 use crate::cluster::connect::Connection;
 use crate::cluster::fetch::{self, Kueue};
 use crate::core::fetched::Fetched;
@@ -12,6 +13,7 @@ use crate::core::waiting::{self, WaitingScope};
 use crate::error::Error;
 use crate::exit::Exit;
 use crate::log::Log;
+use crate::render::prometheus::Context;
 use crate::report::GateRun;
 use crate::settings::Output;
 
@@ -102,11 +104,14 @@ pub async fn run(conn: &Connection, opts: &GateOptions<'_>, deps: &mut Deps<'_>)
     for w in &run.warnings {
         let _ = writeln!(deps.err, "Warning: {w}");
     }
-    crate::render::gate::render(&run, opts.output, deps.style, deps.out)?;
+    if opts.output.format == Format::Prometheus {
+        let name = conn.context.as_deref().unwrap_or_default();
+        crate::render::prometheus::render(&[Context { name, outcome: Ok(&run) }], deps.out)?;
+    } else {
+        crate::render::gate::render_to(&run, opts.output, deps.style, deps.out, deps.err)?;
+    }
     deps.out.flush()?;
-    if run.waiting.found().is_some_and(|w| w.is_empty())
-        && !matches!(opts.output.format, crate::cli::Format::Json | crate::cli::Format::Yaml)
-    {
+    if run.waiting.found().is_some_and(|w| w.is_empty()) && matches!(opts.output.format, Format::Table | Format::Wide) {
         let scope = match &run.namespace {
             Some(ns) => format!("in namespace {ns}"),
             None => "in any namespace".into(),

@@ -261,7 +261,7 @@ async fn follow(
             _ = sleep_opt(give_up) => {
                 let exit = last.as_ref().map(|r| Exit::from(r.report.verdict)).unwrap_or(Exit::Unknown);
                 if live.wait && let Some(run) = &last {
-                    crate::render::gate::render(run, opts.output, deps.style, deps.out)?;
+                    crate::render::gate::render_to(run, opts.output, deps.style, deps.out, deps.err)?;
                 }
                 return Ok(if live.wait { exit } else { Exit::Yes });
             }
@@ -307,7 +307,7 @@ async fn follow(
         let run = GateRun { report, waiting, namespace: namespace.clone(), warnings: Vec::new(), now };
         if live.wait {
             if run.report.verdict == Verdict::Yes {
-                crate::render::gate::render(&run, opts.output, deps.style, deps.out)?;
+                crate::render::gate::render_to(&run, opts.output, deps.style, deps.out, deps.err)?;
                 return Ok(Exit::Yes);
             }
             last = Some(run);
@@ -321,7 +321,9 @@ async fn follow(
         }
         if shown_waiting != Some(stalled) && opts.output.format != Format::Json && opts.output.format != Format::Yaml {
             let noun = if stalled == 1 { "workload waits" } else { "workloads wait" };
-            writeln!(deps.out, "{} {stalled} {noun} at dispatch's Pending check", stamp(now))?;
+            // With --no-headers stdout has table rows only.
+            let to: &mut dyn std::io::Write = if opts.output.no_headers { deps.err } else { deps.out };
+            writeln!(to, "{} {stalled} {noun} at dispatch's Pending check", stamp(now))?;
             deps.out.flush()?;
             shown_waiting = Some(stalled);
         }
@@ -360,8 +362,9 @@ fn stamp(now: k8s_openapi::jiff::Timestamp) -> String {
 fn print_chains(run: &GateRun, opts: &GateOptions<'_>, deps: &mut Deps<'_>) -> Result<(), Error> {
     match opts.output.format {
         Format::Json | Format::Yaml => crate::render::structured::json_line(deps.out, &run.document())?,
-        Format::Table | Format::Wide => {
-            writeln!(deps.out, "{} ReadmissionGate re-evaluated", stamp(run.now))?;
+        Format::Table | Format::Wide | Format::Prometheus => {
+            let notes: &mut dyn std::io::Write = if opts.output.no_headers { deps.err } else { deps.out };
+            writeln!(notes, "{} ReadmissionGate re-evaluated", stamp(run.now))?;
             for chain in &run.report.chains {
                 crate::render::gate::chain_block(
                     chain,
@@ -369,6 +372,7 @@ fn print_chains(run: &GateRun, opts: &GateOptions<'_>, deps: &mut Deps<'_>) -> R
                     opts.output.no_headers,
                     deps.style,
                     deps.out,
+                    deps.err,
                 )?;
             }
         }

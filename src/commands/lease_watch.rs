@@ -144,7 +144,7 @@ impl View {
         self.clear(out)?;
         match self.output.format {
             Format::Json | Format::Yaml => crate::render::structured::json_line(out, &change_doc(change))?,
-            Format::Table | Format::Wide => {
+            Format::Table | Format::Wide | Format::Prometheus => {
                 if matches!(change.kind, crate::core::heartbeat::ChangeKind::Observed) && !self.output.no_headers {
                     self.columns.header(out, change)?;
                 }
@@ -273,7 +273,8 @@ mod tests {
         assert_eq!(exit, Exit::Yes);
         let stale = out.lines().find(|l| l.contains(" stale ")).expect("a stale row");
         assert!(stale.starts_with("12:00:32Z"), "the row comes at renewTime + 30s: {stale}");
-        assert!(stale.ends_with("the admission controller's Lease was last renewed 30s ago, beyond 30s"), "{stale}");
+        assert!(stale.ends_with("the admission controller's Lease was last renewed 31s ago, beyond 30s"), "{stale}");
+        assert!(stale.contains("stale (for 1s)"), "past the limit by a microsecond reads past it: {stale}");
         assert!(out.ends_with("renewal gaps: 1, median 2s, max 2s\n"), "{out}");
     }
 

@@ -34,9 +34,18 @@ pub fn go_duration(d: std::time::Duration) -> String {
     format!("{}s", text.trim_end_matches('0'))
 }
 
-/// The whole seconds of a duration, truncated toward zero as Go's `Truncate(time.Second)` does.
-pub fn whole_seconds(d: SignedDuration) -> i64 {
-    d.as_secs()
+/// The whole seconds of an age judged against a limit, rounded up: a limit is whole seconds,
+/// so an age past it by any fraction reads past it (`31s ago, beyond 30s`, never `30s`), and
+/// an age within it never reads past it. Negative ages (a renewTime in the future) round
+/// toward zero.
+pub fn ceil_seconds(d: SignedDuration) -> i64 {
+    d.as_secs() + i64::from(d.subsec_nanos() > 0)
+}
+
+/// [`human`] of an age or overrun judged against a limit, rounded up to whole seconds first
+/// ([`ceil_seconds`]).
+pub fn human_up(d: SignedDuration) -> String {
+    human(SignedDuration::from_secs(ceil_seconds(d)))
 }
 
 /// kubectl's `duration.HumanDuration`: integer truncation, a year of 365 days, `<invalid>`
@@ -104,6 +113,18 @@ mod tests {
         for (ms, want) in [(500, "500ms"), (2000, "2s"), (1500, "1.5s"), (1250, "1.25s"), (90_000, "1m30s")] {
             assert_eq!(go_duration(Duration::from_millis(ms)), want, "{ms}");
         }
+    }
+
+    #[test]
+    fn ages_against_a_limit_round_up() {
+        let us = SignedDuration::from_micros;
+        assert_eq!(ceil_seconds(us(30_000_000)), 30);
+        assert_eq!(ceil_seconds(us(30_000_001)), 31);
+        assert_eq!(ceil_seconds(us(29_999_999)), 30);
+        assert_eq!(ceil_seconds(us(0)), 0);
+        assert_eq!(ceil_seconds(us(-1_500_000)), -1);
+        assert_eq!(human_up(us(119_000_001)), "2m");
+        assert_eq!(human_up(us(400_000)), "1s");
     }
 
     #[test]

@@ -457,7 +457,7 @@ fn reason_suffix(c: &Condition) -> String {
 }
 
 fn heartbeat_check(lease: &LeaseAssessment) -> Check {
-    use super::duration::{go_seconds, human};
+    use super::duration::{go_seconds, human, human_up};
     let holder = lease
         .facts
         .as_ref()
@@ -469,7 +469,7 @@ fn heartbeat_check(lease: &LeaseAssessment) -> Check {
             Outcome::Pass,
             format!(
                 "{holder}, renewed {} ago, limit {}, stale in {}",
-                human(*age),
+                human_up(*age),
                 go_seconds(limit.as_secs()),
                 human(*stale_in)
             ),
@@ -478,9 +478,9 @@ fn heartbeat_check(lease: &LeaseAssessment) -> Check {
             Outcome::Fail(lease.state.reason(&lease.lease).unwrap_or_default()),
             format!(
                 "{holder}, renewed {} ago, limit {}, stale for {}",
-                human(*age),
+                human_up(*age),
                 go_seconds(limit.as_secs()),
-                human(*stale_for)
+                human_up(*stale_for)
             ),
         ),
         LeaseState::NoHolder | LeaseState::NeverRenewed => {

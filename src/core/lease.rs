@@ -8,7 +8,7 @@ use std::str::FromStr;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
-use super::duration::{go_seconds, whole_seconds};
+use super::duration::{ceil_seconds, go_seconds};
 use super::fetched::Fetched;
 use super::verdict::Verdict;
 
@@ -152,7 +152,8 @@ pub fn future_skew(facts: &LeaseFacts, now: Timestamp) -> Option<SignedDuration>
 
 impl LeaseState {
     /// The adapter's reason, word for word, when the rule fails; `None` when it passes or
-    /// cannot be judged.
+    /// cannot be judged. The age is rounded up to whole seconds, so a Lease past its limit by
+    /// a fraction of a second reads `31s ago, beyond 30s`.
     pub fn reason(&self, lease: &LeaseRef) -> Option<String> {
         match self {
             LeaseState::Fresh { .. } | LeaseState::Forbidden { .. } => None,
@@ -160,8 +161,8 @@ impl LeaseState {
             LeaseState::NeverRenewed => Some("the admission controller's Lease has never been renewed".into()),
             LeaseState::Stale { age, limit, .. } => Some(format!(
                 "the admission controller's Lease was last renewed {} ago, beyond {}",
-                go_seconds(whole_seconds(*age)),
-                go_seconds(whole_seconds(*limit))
+                go_seconds(ceil_seconds(*age)),
+                go_seconds(limit.as_secs())
             )),
             LeaseState::Missing => Some(format!("Lease {lease} does not exist")),
         }
@@ -242,14 +243,15 @@ mod tests {
         assert!(matches!(s, LeaseState::Stale { stale_for, .. } if stale_for == SignedDuration::from_micros(1)));
         assert_eq!(
             s.reason(&LeaseRef::default()).unwrap(),
-            "the admission controller's Lease was last renewed 30s ago, beyond 30s"
+            "the admission controller's Lease was last renewed 31s ago, beyond 30s",
+            "an age past the limit reads past it"
         );
     }
 
     #[test]
     fn stale_reason_writes_go_durations() {
         let r = reason(lease(Some("pod-1_a"), Some(123_400_000), Some(15))).unwrap();
-        assert_eq!(r, "the admission controller's Lease was last renewed 2m3s ago, beyond 30s");
+        assert_eq!(r, "the admission controller's Lease was last renewed 2m4s ago, beyond 30s", "123.4s rounds up");
         let r = reason(lease(Some("pod-1_a"), Some(3_605_000_000), Some(60))).unwrap();
         assert_eq!(r, "the admission controller's Lease was last renewed 1h0m5s ago, beyond 2m0s");
     }

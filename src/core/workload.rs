@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
-use super::duration::human;
+use super::duration::{human, human_up};
 use super::fetched::Fetched;
 use super::gate::{self, Chain, CheckKind, GateFacts, GateSettings, Outcome};
 use super::kueue::{AdmissionCheck, Condition, LocalQueue};
@@ -365,7 +365,7 @@ fn gate_cause(e: &Explanation) -> String {
     if let (Some(CheckKind::Heartbeat), Some(lease)) = (deciding.map(|c| c.kind), &e.lease) {
         return match &lease.state {
             LeaseState::Stale { stale_for, .. } => {
-                format!("the controller's Lease has been stale for {}", human(*stale_for))
+                format!("the controller's Lease has been stale for {}", human_up(*stale_for))
             }
             LeaseState::NoHolder => "the controller's Lease has no holder".into(),
             LeaseState::NeverRenewed => "the controller's Lease has never been renewed".into(),

@@ -57,12 +57,42 @@ pub fn render(results: &[ContextResult], output: Output, out: &mut dyn Write) ->
                 super::structured::yaml(out, &doc)
             }
         }
+        Format::Prometheus => {
+            let contexts: Vec<super::prometheus::Context> = results
+                .iter()
+                .map(|r| super::prometheus::Context {
+                    name: &r.context,
+                    outcome: r.outcome.as_ref().map_err(String::as_str),
+                })
+                .collect();
+            super::prometheus::render(&contexts, out)
+        }
         Format::Table | Format::Wide => {
             let max = (output.format == Format::Table).then_some(80);
             let rows: Vec<Vec<String>> = results.iter().flat_map(|r| rows(r, max)).collect();
             table::write(out, HEADERS, &rows, output.no_headers)
         }
     }
+}
+
+/// What goes to stderr beside the output: each context's warnings (clock skew, a Lease renewed
+/// in the future, Workloads that may not be listed, Kueue's version fallback), as `gate` prints
+/// its own, prefixed by the context (`Warning: context prod: ...`); and with `-o prometheus`,
+/// which has no row to carry it, why a context could not be judged (`error: context edge: ...`).
+pub fn notes(results: &[ContextResult], output: Output, err: &mut dyn Write) -> io::Result<()> {
+    for r in results {
+        let context = cell(&r.context, None);
+        match &r.outcome {
+            Ok(run) => {
+                for w in &run.warnings {
+                    writeln!(err, "Warning: context {context}: {w}")?;
+                }
+            }
+            Err(e) if output.format == Format::Prometheus => writeln!(err, "error: context {context}: {e}")?,
+            Err(_) => {}
+        }
+    }
+    Ok(())
 }
 
 fn rows(r: &ContextResult, max: Option<usize>) -> Vec<Vec<String>> {

@@ -21,36 +21,84 @@ const MESSAGE_WIDTH: usize = 60;
 /// Why Active=True passes but proves nothing on its own.
 pub const ACTIVE_NOTE: &str = "note: Active alone proves nothing: nothing clears it when the controller stops, so only the Lease shows it is alive";
 
+/// Renders a gate run; with `--no-headers` only table rows are written, and the titles, notes
+/// and verdict lines are dropped ([`render_to`] sends them elsewhere).
 pub fn render(run: &GateRun, output: Output, style: Style, out: &mut dyn Write) -> io::Result<()> {
+    render_to(run, output, style, out, &mut io::sink())
+}
+
+/// Renders a gate run to `out`; with `--no-headers`, `out` gets nothing but table rows (so it
+/// pipes like `kubectl get --no-headers`) and the titles, notes and verdict lines go to `notes`.
+pub fn render_to(
+    run: &GateRun,
+    output: Output,
+    style: Style,
+    out: &mut dyn Write,
+    notes: &mut dyn Write,
+) -> io::Result<()> {
     match output.format {
         Format::Json => super::structured::json(out, &run.document()),
         Format::Yaml => super::structured::yaml(out, &run.document()),
-        Format::Table | Format::Wide => text(run, output, style, out),
+        Format::Table | Format::Wide => {
+            let mut lines = Lines { out, notes: output.no_headers.then_some(notes) };
+            text(run, output, style, &mut lines)
+        }
+        // It needs the context's name: commands call super::prometheus::render.
+        Format::Prometheus => Err(io::Error::new(io::ErrorKind::InvalidInput, "-o prometheus is written per context")),
     }
 }
 
-fn text(run: &GateRun, output: Output, style: Style, out: &mut dyn Write) -> io::Result<()> {
+/// Where the lines of a text render go: table rows to `out`; the rest (titles, notes, verdict
+/// lines, blank separators) to `out` too, or to `notes` when there is one (`--no-headers`).
+pub struct Lines<'a> {
+    pub out: &'a mut dyn Write,
+    pub notes: Option<&'a mut dyn Write>,
+}
+
+impl Lines<'_> {
+    fn note(&mut self) -> &mut dyn Write {
+        match &mut self.notes {
+            Some(notes) => &mut **notes,
+            None => &mut *self.out,
+        }
+    }
+}
+
+fn text(run: &GateRun, output: Output, style: Style, lines: &mut Lines<'_>) -> io::Result<()> {
     let wide = output.format == Format::Wide;
     for (i, chain) in run.report.chains.iter().enumerate() {
         if i > 0 {
-            writeln!(out)?;
+            writeln!(lines.note())?;
         }
-        chain_block(chain, &run.report.lease.lease.to_string(), output.no_headers, style, out)?;
+        chain_lines(chain, &run.report.lease.lease.to_string(), output.no_headers, style, lines)?;
     }
     if let Some(waiting) = run.waiting.found()
         && !waiting.is_empty()
     {
-        writeln!(out)?;
+        writeln!(lines.note())?;
         let rows: Vec<Vec<String>> = waiting.iter().map(|w| waiting_row(w, run, wide)).collect();
-        table::write(out, WAITING_HEADERS, &rows, output.no_headers)?;
+        table::write(lines.out, WAITING_HEADERS, &rows, output.no_headers)?;
     }
     if let Some(summary) = run.stall_summary() {
-        writeln!(out, "{summary}")?;
+        writeln!(lines.note(), "{summary}")?;
     }
     Ok(())
 }
 
-pub fn chain_block(chain: &Chain, lease: &str, no_headers: bool, style: Style, out: &mut dyn Write) -> io::Result<()> {
+/// One ClusterQueue's chain: its title, the checks, the note on Active, the verdict line. With
+/// `no_headers` only the check rows go to `out`, the rest to `notes`.
+pub fn chain_block(
+    chain: &Chain,
+    lease: &str,
+    no_headers: bool,
+    style: Style,
+    out: &mut dyn Write,
+    notes: &mut dyn Write,
+) -> io::Result<()> {
+    chain_lines(chain, lease, no_headers, style, &mut Lines { out, notes: no_headers.then_some(notes) })
+}
+
+fn chain_lines(chain: &Chain, lease: &str, no_headers: bool, style: Style, lines: &mut Lines<'_>) -> io::Result<()> {
     let checks = match &chain.admission_checks[..] {
         several @ [_, _, ..] => {
             format!("AdmissionChecks {}", several.iter().map(|c| escape(c)).collect::<Vec<_>>().join(", "))
@@ -61,7 +109,7 @@ pub fn chain_block(chain: &Chain, lease: &str, no_headers: bool, style: Style, o
         ),
     };
     writeln!(
-        out,
+        lines.note(),
         "ClusterQueue {}, {checks}, Lease {}",
         chain.cluster_queue.as_deref().map(escape).unwrap_or_else(|| "<none>".into()),
         escape(lease)
@@ -78,11 +126,11 @@ pub fn chain_block(chain: &Chain, lease: &str, no_headers: bool, style: Style, o
             vec![(i + 1).to_string(), c.kind.title().to_string(), c.outcome.label().to_string(), cell(&detail, None)]
         })
         .collect();
-    table::write(out, CHAIN_HEADERS, &rows, no_headers)?;
+    table::write(lines.out, CHAIN_HEADERS, &rows, no_headers)?;
     if chain.checks.iter().any(|c| c.kind == CheckKind::Active && c.outcome == Outcome::Pass) {
-        writeln!(out, "{ACTIVE_NOTE}")?;
+        writeln!(lines.note(), "{ACTIVE_NOTE}")?;
     }
-    writeln!(out, "{}", verdict_line(chain, style))
+    writeln!(lines.note(), "{}", verdict_line(chain, style))
 }
 
 /// `ReadmissionGate: no (observe-only): <the deciding reason>`.

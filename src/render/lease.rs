@@ -7,7 +7,7 @@ use k8s_openapi::jiff::Timestamp;
 use super::sanitize::cell;
 use super::table;
 use crate::cli::Format;
-use crate::core::duration::{go_seconds, human};
+use crate::core::duration::{go_seconds, human, human_up};
 use crate::core::lease::{LeaseAssessment, LeaseState};
 use crate::report::LeaseRun;
 use crate::settings::Output;
@@ -19,7 +19,8 @@ pub fn render(run: &LeaseRun, output: Output, out: &mut dyn Write) -> io::Result
     match output.format {
         Format::Json => super::structured::json(out, &run.document()),
         Format::Yaml => super::structured::yaml(out, &run.document()),
-        Format::Table | Format::Wide => {
+        // `lease` has no -o prometheus (cli::ReportFormat); `gate -o prometheus` has the Lease.
+        Format::Table | Format::Wide | Format::Prometheus => {
             let wide = output.format == Format::Wide;
             let mut headers = HEADERS.to_vec();
             if wide {
@@ -36,7 +37,7 @@ pub fn render(run: &LeaseRun, output: Output, out: &mut dyn Write) -> io::Result
 pub fn status(state: &LeaseState) -> String {
     match state {
         LeaseState::Fresh { stale_in, .. } => format!("fresh (stale in {})", human(*stale_in)),
-        LeaseState::Stale { stale_for, .. } => format!("stale (for {})", human(*stale_for)),
+        LeaseState::Stale { stale_for, .. } => format!("stale (for {})", human_up(*stale_for)),
         other => other.label().to_string(),
     }
 }
@@ -46,7 +47,7 @@ pub fn row(a: &LeaseAssessment, now: Timestamp, wide: bool) -> Vec<String> {
     let mut row = vec![
         cell(&a.lease.to_string(), None),
         cell(facts.holder().unwrap_or(""), None),
-        facts.renew_time.map(|t| human(now.duration_since(t))).unwrap_or_default(),
+        facts.renew_time.map(|t| human_up(now.duration_since(t))).unwrap_or_default(),
         facts.duration_seconds.map(|d| go_seconds(d.into())).unwrap_or_default(),
         facts.duration_seconds.map(|d| go_seconds(2 * i64::from(d))).unwrap_or_default(),
         status(&a.state),

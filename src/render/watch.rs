@@ -7,7 +7,7 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
 
 use super::sanitize::escape;
-use crate::core::duration::{go_seconds, human};
+use crate::core::duration::{go_seconds, human_up};
 use crate::core::heartbeat::{Change, ChangeKind, Gaps};
 use crate::core::lease::LeaseState;
 use crate::report::{LeaseDoc, lease_doc};
@@ -79,7 +79,7 @@ fn cells(change: &Change, gaps: Option<&Gaps>) -> Vec<String> {
         time(change.at),
         change.kind.event().to_string(),
         escape(facts.holder().unwrap_or("<none>")),
-        facts.renew_time.map(|t| human(change.at.duration_since(t))).unwrap_or_else(|| "<none>".into()),
+        facts.renew_time.map(|t| human_up(change.at.duration_since(t))).unwrap_or_else(|| "<none>".into()),
         if gap.is_empty() { "-".into() } else { gap },
         status(&a.state),
         detail,
@@ -125,7 +125,7 @@ pub fn summary(gaps: &Gaps) -> String {
 
 /// The live status line shown on a terminal under the rows.
 pub fn status_line(state: &LeaseState, holder: Option<&str>, renewed: Option<Timestamp>, now: Timestamp) -> String {
-    let renewed = renewed.map(|t| format!(", renewed {} ago", human(now.duration_since(t)))).unwrap_or_default();
+    let renewed = renewed.map(|t| format!(", renewed {} ago", human_up(now.duration_since(t)))).unwrap_or_default();
     format!("{} {}: holder {}{renewed}", time(now), status(state), escape(holder.unwrap_or("<none>")))
 }
 

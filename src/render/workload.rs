@@ -25,7 +25,8 @@ pub fn render(run: &WorkloadRun, output: Output, style: Style, out: &mut dyn Wri
     match output.format {
         Format::Json => super::structured::json(out, &run.document()),
         Format::Yaml => super::structured::yaml(out, &run.document()),
-        Format::Table | Format::Wide => text(run, output, style, out),
+        // `workload` has no -o prometheus (cli::ReportFormat).
+        Format::Table | Format::Wide | Format::Prometheus => text(run, output, style, out),
     }
 }
 
@@ -66,7 +67,8 @@ fn text(run: &WorkloadRun, output: Output, style: Style, out: &mut dyn Write) ->
     if let Some(chain) = &e.gate {
         writeln!(out)?;
         let lease = e.lease.as_ref().map(|l| l.lease.to_string()).unwrap_or_default();
-        super::gate::chain_block(chain, &lease, output.no_headers, style, out)?;
+        // With --no-headers the chain's title, notes and verdict line are dropped: its rows stay.
+        super::gate::chain_block(chain, &lease, output.no_headers, style, out, &mut io::sink())?;
     }
 
     match &e.position {

@@ -13,6 +13,9 @@
 # The test elector (`testcluster elector`, client-go's leader election on a Lease) is one too,
 # elector/, with client-go pinned to k8s.io/kubernetes's version; tc_ensure_elector_built builds
 # it as testelector-<hash of elector/go.mod, go.sum and *.go> and exports TESTCLUSTER_ELECTOR.
+# The metrics checker (`testcluster metricscheck`, Prometheus' own text parser and linter on
+# stdin) is one too, metricscheck/; tc_ensure_metricscheck_built builds it as
+# metricscheck-<hash of metricscheck/go.mod, go.sum and *.go> and exports TESTCLUSTER_METRICSCHECK.
 set -euo pipefail
 
 tc_module_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
@@ -138,6 +141,27 @@ tc_ensure_elector_built() {
 		if [[ ! -x $TESTCLUSTER_ELECTOR ]]; then
 			tc_build_in "$dir" "$TESTCLUSTER_ELECTOR" "test elector (client-go leader election)" .
 			find "$cache" -maxdepth 1 -name 'testelector-*' ! -name "testelector-$hash" ! -name '*.tmp.*' -delete
+		fi
+		exec {lockfd}>&-
+	fi
+}
+
+# The metrics checker alone, like the proxy: Prometheus' expfmt and promlint, no kube-apiserver
+# or etcd needed, a lock of its own.
+tc_ensure_metricscheck_built() {
+	local cache hash lockfd dir=$tc_module_dir/metricscheck
+	tc_find_go
+	cache=$(tc_cache_dir)
+	hash=$(cd "$dir" && cat go.mod go.sum ./*.go | sha256sum | cut -c 1-12)
+	TESTCLUSTER_METRICSCHECK=$cache/metricscheck-$hash
+	export TESTCLUSTER_GO TESTCLUSTER_METRICSCHECK
+	if [[ ! -x $TESTCLUSTER_METRICSCHECK ]]; then
+		mkdir -p "$cache"
+		exec {lockfd}>"$cache/.build-metricscheck.lock"
+		flock "$lockfd"
+		if [[ ! -x $TESTCLUSTER_METRICSCHECK ]]; then
+			tc_build_in "$dir" "$TESTCLUSTER_METRICSCHECK" "metrics checker (prometheus/common expfmt, promlint)" .
+			find "$cache" -maxdepth 1 -name 'metricscheck-*' ! -name "metricscheck-$hash" ! -name '*.tmp.*' -delete
 		fi
 		exec {lockfd}>&-
 	fi

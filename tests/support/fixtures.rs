@@ -209,9 +209,14 @@ impl Scenario {
         .concat()
     }
 
-    /// `--controller-name`, `--lease` and extra args, for a gate or lease call on this scenario.
+    /// `--controller-name` (gate only: lease takes none), `--lease` and extra args, for a gate
+    /// or lease call on this scenario.
     pub fn args<'a>(&'a self, verb: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
-        let mut v = vec![verb, "--controller-name", self.controller.as_str(), "--lease", self.lease.as_str()];
+        let mut v = vec![verb];
+        if verb != "lease" {
+            v.extend(["--controller-name", self.controller.as_str()]);
+        }
+        v.extend(["--lease", self.lease.as_str()]);
         v.extend_from_slice(extra);
         v
     }
