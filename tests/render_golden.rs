@@ -20,6 +20,7 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kubectl_dispatch::cli::Format;
 use kubectl_dispatch::core::fetched::{Denied, Fetched};
 use kubectl_dispatch::core::gate::{self, GateFacts, GateSettings};
+use kubectl_dispatch::core::holder::{HolderFacts, NodeFacts, PodFacts, Termination};
 use kubectl_dispatch::core::kueue::{AdmissionCheck, CheckState, Condition, LocalQueue, Workload};
 use kubectl_dispatch::core::lease::{self, LeaseFacts, LeaseRef};
 use kubectl_dispatch::core::waiting::{self, WaitingScope};
@@ -76,6 +77,7 @@ fn healthy_facts() -> GateFacts {
         cluster_queues: Fetched::Found(vec![cq("team-a", &[CHECK]), cq("batch", &[])]),
         admission_checks: Fetched::Found(vec![dispatch_ac()]),
         lease: Fetched::Found(lease_facts(4, 250_000)),
+        holder: None,
     }
 }
 
@@ -315,6 +317,7 @@ fn gate_several_cluster_queues() {
         ]),
         admission_checks: Fetched::Found(three_checks()),
         lease: Fetched::Found(lease_facts(9, 0)),
+        holder: None,
     };
     let mut gpu = workload("ml", "finetune-gpu-2", Some("team-gpu"), check("Pending", "", 20 * 60));
     gpu.checks[0].name = "dispatch-gpu".into();
@@ -360,6 +363,7 @@ fn gate_kueue_shapes() {
         cluster_queues: Fetched::Found(vec![team_b, team_a]),
         admission_checks: Fetched::Found(three_checks()),
         lease: Fetched::Found(lease_facts(9, 0)),
+        holder: None,
     };
     let mut gpu = workload("ml", "finetune-gpu-2", Some("team-a"), check("Pending", "", 20 * 60));
     gpu.checks[0].name = "dispatch-gpu".into();
@@ -452,6 +456,63 @@ fn the_diff_marks_changed_lines() {
     assert_eq!(diff("x\u{1b}\n", "y\n"), "-   1 | x\\u{1b}\n+   1 | y\n");
 }
 
+// ---------------------------------------------------------------------------------------------
+// The holder's pod
+// ---------------------------------------------------------------------------------------------
+
+fn holder_pod(restarts: i32, ready: &str, waiting: Option<&str>) -> PodFacts {
+    PodFacts {
+        name: "dispatch-admission-7d9f8c6b5-x2kqp".into(),
+        uid: "0b9e6c1d-5a43-4c1e-9d7f-2f6a8e1b3c55".into(),
+        created: Some(ago(5 * 3600, 0)),
+        deleting: None,
+        phase: Some("Running".into()),
+        node: Some("worker-2".into()),
+        ready: Some((ready.into(), (ready != "True").then(|| "ContainersNotReady".into()))),
+        restarts,
+        last_termination: (restarts > 0).then(|| Termination {
+            container: "manager".into(),
+            reason: Some("OOMKilled".into()),
+            exit_code: 137,
+            finished: Some(ago(41, 0)),
+        }),
+        waiting: waiting.map(String::from),
+    }
+}
+
+fn node(ready: &str, reason: &str) -> Option<Fetched<NodeFacts>> {
+    Some(Fetched::Found(NodeFacts { name: "worker-2".into(), ready: Some((ready.into(), Some(reason.into()))) }))
+}
+
+fn lease_with_holder(fetched: Fetched<LeaseFacts>, holder: HolderFacts) -> LeaseRun {
+    let assessment = lease::assess_with_holder(&LeaseRef::default(), &fetched, Some(&holder), now());
+    LeaseRun { assessment, warnings: vec![], now: now() }
+}
+
+#[test]
+fn lease_holder_restarting() {
+    let pod = Fetched::Found(holder_pod(4, "False", Some("CrashLoopBackOff")));
+    let run = lease_with_holder(
+        Fetched::Found(lease_facts(3 * 60 + 7, 400_000)),
+        HolderFacts { pod, node: node("True", "KubeletReady") },
+    );
+    lease_golden("lease-holder-restarting", run);
+}
+
+#[test]
+fn lease_holder_pods_forbidden() {
+    let holder = HolderFacts { pod: forbidden("get pods in namespace dispatch-system"), node: None };
+    lease_golden("lease-holder-forbidden", lease_with_holder(Fetched::Found(lease_facts(4, 250_000)), holder));
+}
+
+#[test]
+fn gate_holder_on_a_node_not_ready() {
+    let holder =
+        HolderFacts { pod: Fetched::Found(holder_pod(0, "True", None)), node: node("Unknown", "NodeStatusUnknown") };
+    let facts = GateFacts { holder: Some(holder), ..stale_facts() };
+    gate_golden("gate-holder-node-not-ready", GateInput::new(facts, vec![]));
+}
+
 #[test]
 fn every_golden_file_is_rendered_by_a_test() {
     if updating() {
@@ -471,6 +532,9 @@ fn every_golden_file_is_rendered_by_a_test() {
         "lease-missing",
         "lease-no-holder",
         "lease-never-renewed",
+        "lease-holder-restarting",
+        "lease-holder-forbidden",
+        "gate-holder-node-not-ready",
     ];
     let expected: BTreeSet<String> =
         names.iter().flat_map(|n| FORMATS.iter().map(move |(suffix, ..)| format!("{n}{suffix}"))).collect();

@@ -8,6 +8,7 @@ pub mod deadline;
 pub mod exec;
 pub mod failure;
 pub mod fetch;
+pub mod holder;
 pub mod kubeconfig;
 pub mod proxy;
 pub mod tls;

@@ -39,13 +39,19 @@ pub struct Collected {
 /// Kueue's conversion webhook does not answer ([`fetch::read_served`]).
 pub async fn collect(conn: &Connection, opts: &GateOptions<'_>, log: &Log) -> Result<Collected, Error> {
     let kueue = fetch::discover_kueue(conn, log).await?;
-    let (lease, served) = futures::try_join!(
-        fetch::lease(conn, &opts.settings.lease, log),
+    let (lease, holder) = (&opts.settings.lease, opts.settings.lease.clone());
+    let lease_and_holder = async {
+        let fetched = fetch::lease(conn, lease, log).await?;
+        let holder = crate::cluster::holder::read(conn, &holder, &fetched, log).await?;
+        Ok::<_, Error>((fetched, holder))
+    };
+    let ((lease, holder), served) = futures::try_join!(
+        lease_and_holder,
         fetch::read_served(&kueue, log, async |k: &Kueue| kueue_reads(conn, k, opts, log).await),
     )?;
     let (cluster_queues, admission_checks, waiting) = served.value;
     Ok(Collected {
-        facts: GateFacts { cluster_queues, admission_checks, lease },
+        facts: GateFacts { cluster_queues, admission_checks, lease, holder },
         waiting,
         server_date: kueue.server_date,
         kueue_warning: served.warning,

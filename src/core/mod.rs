@@ -4,6 +4,7 @@ pub mod duration;
 pub mod fetched;
 pub mod gate;
 pub mod heartbeat;
+pub mod holder;
 pub mod kueue;
 pub mod lease;
 pub mod skew;

@@ -35,7 +35,14 @@ fn text(run: &GateRun, output: Output, style: Style, out: &mut dyn Write) -> io:
         if i > 0 {
             writeln!(out)?;
         }
-        chain_block(chain, &run.report.lease.lease.to_string(), output.no_headers, style, out)?;
+        // Wide: the Lease check also says what became of the holder's pod.
+        let mut shown = chain.clone();
+        if wide {
+            for check in &mut shown.checks {
+                check.detail = crate::report::with_holder_pod(check, &run.report.lease);
+            }
+        }
+        chain_block(&shown, &run.report.lease.lease.to_string(), output.no_headers, style, out)?;
     }
     if let Some(waiting) = run.waiting.found()
         && !waiting.is_empty()
