@@ -37,6 +37,11 @@ pub enum Command {
     /// status.
     #[command(after_help = EXIT_CODES_HELP)]
     Lease(LeaseArgs),
+    /// Check what this plugin and dispatch's adapter need, as the caller (or --as): each
+    /// read's RBAC, Kueue's served versions, the Lease's namespace, the Lease and its holder's
+    /// pod; print the RBAC to add.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Doctor(DoctorArgs),
     /// Print a shell completion script for kubectl-dispatch (bash, zsh, fish or powershell)
     Completion(crate::complete::CompletionArgs),
 }
@@ -241,6 +246,24 @@ pub struct LeaseArgs {
     /// Give up watching after this long (e.g. 2m); default: never
     #[arg(long, value_name = "DURATION", requires = "watch")]
     pub timeout: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// The controller's Lease [default: dispatch-system/dispatch-admission]
+    #[arg(long, value_name = "NAMESPACE/NAME")]
+    pub lease: Option<LeaseRef>,
+
+    /// Read the Lease from the adapter's YAML config (kueue.admissionLease)
+    #[arg(value_hint = ValueHint::FilePath, long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+
+    /// Print only the RBAC objects that grant what is missing, for `kubectl apply -f -`
+    #[arg(long, conflicts_with = "output")]
+    pub rbac: bool,
 }
 
 /// What `lease --watch --until` waits for.

@@ -46,6 +46,12 @@ pub enum Verb {
         output: Output,
         watch: Option<LeaseWatch>,
     },
+    Doctor {
+        lease: LeaseRef,
+        output: Output,
+        /// Print only the RBAC to add.
+        rbac: bool,
+    },
 }
 
 /// `gate --watch` or `gate --wait`.
@@ -120,6 +126,16 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
                     })
                 })
                 .transpose()?,
+        },
+        Command::Doctor(args) => Verb::Doctor {
+            lease: gate_settings(&TargetArgs {
+                lease: args.lease.clone(),
+                config: args.config.clone(),
+                ..Default::default()
+            })?
+            .lease,
+            output: (&args.output).into(),
+            rbac: args.rbac,
         },
         // Needs no cluster: main prints the script before resolving anything.
         Command::Completion(_) => return Err(Error::Usage("completion is not a cluster command".into())),

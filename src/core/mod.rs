@@ -1,5 +1,6 @@
 //! The pure core: facts in, judgements out. Nothing here does I/O, reads a clock or prints.
 
+pub mod doctor;
 pub mod duration;
 pub mod fetched;
 pub mod gate;
