@@ -96,6 +96,8 @@ pub struct Identity {
 pub enum KueueServed {
     /// The group is not served (Kueue is not installed).
     NotServed,
+    /// Discovery of the group was refused (403).
+    Forbidden,
     Served {
         /// Every version served, as discovery lists them.
         versions: Vec<String>,
@@ -231,6 +233,9 @@ fn kueue_finding(kueue: &KueueServed) -> Finding {
         KueueServed::NotServed => {
             (Level::Fail, "kueue.x-k8s.io is not served: Kueue is not installed on this cluster".to_string())
         }
+        KueueServed::Forbidden => {
+            (Level::Unknown, "cannot tell: may not read the discovery document /apis/kueue.x-k8s.io".to_string())
+        }
         KueueServed::Served { versions, reads, fallback, error } => {
             let served = format!("serves {}", versions.join(", "));
             match (reads, fallback, error) {
@@ -301,17 +306,24 @@ pub fn rbac_yaml(missing: &[Access], identity: Option<&Identity>) -> String {
 
 /// Rules for one scope: one per (group, resource, name), with the verbs in the order asked.
 fn rules_yaml<'a>(accesses: impl Iterator<Item = &'a Access>) -> String {
-    let mut rules: Vec<(&str, &str, Option<&str>, Vec<&str>)> = Vec::new();
+    let mut rules: Vec<(&str, &str, Option<&str>, Vec<&str>, Vec<&str>)> = Vec::new();
     for a in accesses {
         let key = (a.group, a.resource, a.name.as_deref());
         match rules.iter_mut().find(|r| (r.0, r.1, r.2) == key) {
-            Some(rule) if !rule.3.contains(&a.verb) => rule.3.push(a.verb),
-            Some(_) => {}
-            None => rules.push((a.group, a.resource, a.name.as_deref(), vec![a.verb])),
+            Some(rule) => {
+                if !rule.3.contains(&a.verb) {
+                    rule.3.push(a.verb);
+                }
+                if !rule.4.contains(&a.needed_by) {
+                    rule.4.push(a.needed_by);
+                }
+            }
+            None => rules.push((a.group, a.resource, a.name.as_deref(), vec![a.verb], vec![a.needed_by])),
         }
     }
     let mut out = String::new();
-    for (group, resource, name, verbs) in rules {
+    for (group, resource, name, verbs, needed_by) in rules {
+        out += &format!("# for {}\n", needed_by.join("; "));
         out += &format!("- apiGroups: [{}]\n  resources: [{}]\n", quote(group), quote(resource));
         if let Some(name) = name {
             out += &format!("  resourceNames: [{}]\n", quote(name));
