@@ -207,9 +207,10 @@ fn identity_finding(identity: Option<&Identity>) -> Finding {
     let (level, detail) = match identity {
         Some(id) if id.groups.is_empty() => (Level::Ok, id.username.clone()),
         Some(id) => (Level::Ok, format!("{} (groups: {})", id.username, id.groups.join(", "))),
-        None => {
-            (Level::Warning, "may not create SelfSubjectReviews: the RBAC below names a placeholder user".to_string())
-        }
+        None => (
+            Level::Warning,
+            "may not create SelfSubjectReviews: the RBAC it prints names a placeholder user".to_string(),
+        ),
     };
     Finding { area: "identity", check: "who the checks run as".into(), level, detail, access: None }
 }
