@@ -1,4 +1,4 @@
-//! Golden files of every output format, for the `gate` and `lease` verbs.
+//! Golden files of every output format, for the `gate`, `lease` and `doctor` verbs.
 //!
 //! Each report is built through the public API (facts → `gate::evaluate` / `lease::assess`,
 //! Workloads → `waiting::select` / `finish`) at a fixed instant, rendered into a buffer, and
@@ -18,12 +18,14 @@ use std::path::{Path, PathBuf};
 use facts::{CHECK, CONTROLLER, cq, now};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kubectl_dispatch::cli::Format;
+use kubectl_dispatch::core::doctor::{self, Access, Answer, DoctorFacts, Identity, KueueServed};
 use kubectl_dispatch::core::fetched::{Denied, Fetched};
 use kubectl_dispatch::core::gate::{self, GateFacts, GateSettings};
 use kubectl_dispatch::core::holder::{HolderFacts, NodeFacts, PodFacts, Termination};
 use kubectl_dispatch::core::kueue::{AdmissionCheck, CheckState, Condition, LocalQueue, Workload};
 use kubectl_dispatch::core::lease::{self, LeaseFacts, LeaseRef};
 use kubectl_dispatch::core::waiting::{self, WaitingScope};
+use kubectl_dispatch::render::doctor::DoctorRun;
 use kubectl_dispatch::render::sanitize::escape;
 use kubectl_dispatch::render::{self, Style};
 use kubectl_dispatch::report::{GateRun, LeaseRun};
@@ -513,6 +515,78 @@ fn gate_holder_on_a_node_not_ready() {
     gate_golden("gate-holder-node-not-ready", GateInput::new(facts, vec![]));
 }
 
+// ---------------------------------------------------------------------------------------------
+// doctor
+// ---------------------------------------------------------------------------------------------
+
+fn doctor_facts(answer: impl Fn(&Access) -> Answer, identity: Option<Identity>) -> DoctorFacts {
+    let access = doctor::reads(&LeaseRef::default(), Some("ml")).into_iter().map(|a| (a.clone(), answer(&a))).collect();
+    DoctorFacts {
+        identity,
+        access,
+        kueue: KueueServed::Served {
+            versions: vec!["v1beta2".into(), "v1beta1".into()],
+            reads: Some("v1beta2".into()),
+            fallback: None,
+            error: None,
+        },
+        namespace: Fetched::Found(()),
+        lease: Fetched::Found(lease_facts(4, 250_000)),
+        holder: Some(HolderFacts {
+            pod: Fetched::Found(holder_pod(0, "True", None)),
+            node: node("True", "KubeletReady"),
+        }),
+    }
+}
+
+fn doctor_golden(name: &str, facts: DoctorFacts) {
+    let report = doctor::evaluate(&LeaseRef::default(), &facts, now());
+    let run = DoctorRun { report, context: Some("prod-eu".into()), now: now() };
+    check_all(name, |output, buf| {
+        render::doctor::render(&run, output, Style::default(), buf, &mut Vec::new()).unwrap()
+    });
+}
+
+fn alice() -> Option<Identity> {
+    Some(Identity { username: "alice@example.com".into(), groups: vec!["sre".into(), "system:authenticated".into()] })
+}
+
+#[test]
+fn doctor_all_well() {
+    let allowed = |a: &Access| if a.resource == "namespaces" { Answer::Denied(None) } else { Answer::Allowed };
+    doctor_golden("doctor-all-well", doctor_facts(allowed, alice()));
+}
+
+#[test]
+fn doctor_missing_rules() {
+    let answer = |a: &Access| match a.resource {
+        "leases" | "pods" => Answer::Denied(Some("RBAC: no rule allows it".into())),
+        "workloads" if a.verb == "watch" => Answer::Denied(None),
+        _ => Answer::Allowed,
+    };
+    let mut facts = doctor_facts(answer, alice());
+    facts.lease = forbidden(LEASE_RULE);
+    facts.holder = None;
+    facts.namespace = forbidden("get namespaces \"dispatch-system\"");
+    facts.kueue = KueueServed::Served {
+        versions: vec!["v1beta2".into(), "v1beta1".into()],
+        reads: Some("v1beta1".into()),
+        fallback: Some("Kueue's conversion webhook does not answer".into()),
+        error: None,
+    };
+    doctor_golden("doctor-missing-rules", facts);
+}
+
+#[test]
+fn doctor_cannot_tell() {
+    let mut facts = doctor_facts(
+        |_| Answer::Unanswered("may not create selfsubjectaccessreviews.authorization.k8s.io".into()),
+        None,
+    );
+    facts.kueue = KueueServed::Forbidden;
+    doctor_golden("doctor-cannot-tell", facts);
+}
+
 #[test]
 fn every_golden_file_is_rendered_by_a_test() {
     if updating() {
@@ -535,6 +609,9 @@ fn every_golden_file_is_rendered_by_a_test() {
         "lease-holder-restarting",
         "lease-holder-forbidden",
         "gate-holder-node-not-ready",
+        "doctor-all-well",
+        "doctor-missing-rules",
+        "doctor-cannot-tell",
     ];
     let expected: BTreeSet<String> =
         names.iter().flat_map(|n| FORMATS.iter().map(move |(suffix, ..)| format!("{n}{suffix}"))).collect();
