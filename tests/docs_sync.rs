@@ -37,7 +37,7 @@ fn check(marker: &str, want: &str) {
 
 #[test]
 fn readme_usage_is_the_help() {
-    for args in [vec!["--help"], vec!["gate", "--help"], vec!["lease", "--help"]] {
+    for args in [vec!["--help"], vec!["gate", "--help"], vec!["lease", "--help"], vec!["doctor", "--help"]] {
         let out = Command::new(env!("CARGO_BIN_EXE_kubectl-dispatch")).args(&args).output().unwrap();
         assert!(out.status.success());
         let help = String::from_utf8(out.stdout).unwrap();
