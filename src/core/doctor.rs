@@ -305,31 +305,52 @@ pub fn rbac_yaml(missing: &[Access], identity: Option<&Identity>) -> String {
     format!("{header}{}", docs.join("---\n"))
 }
 
-/// Rules for one scope: one per (group, resource, name), with the verbs in the order asked.
+/// One RBAC rule being built: a (group, resource, name) and the verbs and needs that ask for it.
+struct Rule<'a> {
+    group: &'a str,
+    resource: &'a str,
+    name: Option<&'a str>,
+    verbs: Vec<&'a str>,
+    needed_by: Vec<&'a str>,
+}
+
+/// Rules for one scope: one per (group, resource, name), with the verbs in the order asked,
+/// each after a comment that says what needs it.
 fn rules_yaml<'a>(accesses: impl Iterator<Item = &'a Access>) -> String {
-    let mut rules: Vec<(&str, &str, Option<&str>, Vec<&str>, Vec<&str>)> = Vec::new();
+    let mut rules: Vec<Rule<'a>> = Vec::new();
     for a in accesses {
-        let key = (a.group, a.resource, a.name.as_deref());
-        match rules.iter_mut().find(|r| (r.0, r.1, r.2) == key) {
-            Some(rule) => {
-                if !rule.3.contains(&a.verb) {
-                    rule.3.push(a.verb);
-                }
-                if !rule.4.contains(&a.needed_by) {
-                    rule.4.push(a.needed_by);
-                }
+        let i = match rules
+            .iter()
+            .position(|r| (r.group, r.resource, r.name) == (a.group, a.resource, a.name.as_deref()))
+        {
+            Some(i) => i,
+            None => {
+                rules.push(Rule {
+                    group: a.group,
+                    resource: a.resource,
+                    name: a.name.as_deref(),
+                    verbs: Vec::new(),
+                    needed_by: Vec::new(),
+                });
+                rules.len() - 1
             }
-            None => rules.push((a.group, a.resource, a.name.as_deref(), vec![a.verb], vec![a.needed_by])),
+        };
+        let rule = &mut rules[i];
+        if !rule.verbs.contains(&a.verb) {
+            rule.verbs.push(a.verb);
+        }
+        if !rule.needed_by.contains(&a.needed_by) {
+            rule.needed_by.push(a.needed_by);
         }
     }
     let mut out = String::new();
-    for (group, resource, name, verbs, needed_by) in rules {
-        out += &format!("# for {}\n", needed_by.join("; "));
-        out += &format!("- apiGroups: [{}]\n  resources: [{}]\n", quote(group), quote(resource));
-        if let Some(name) = name {
+    for rule in rules {
+        out += &format!("# for {}\n", rule.needed_by.join("; "));
+        out += &format!("- apiGroups: [{}]\n  resources: [{}]\n", quote(rule.group), quote(rule.resource));
+        if let Some(name) = rule.name {
             out += &format!("  resourceNames: [{}]\n", quote(name));
         }
-        let verbs: Vec<String> = verbs.iter().map(|v| quote(v)).collect();
+        let verbs: Vec<String> = rule.verbs.iter().map(|v| quote(v)).collect();
         out += &format!("  verbs: [{}]\n", verbs.join(", "));
     }
     out
@@ -417,7 +438,7 @@ mod tests {
         assert_eq!(r.overall, Level::Ok);
         assert_eq!(r.missing.len(), 1);
         let yaml = r.rbac.unwrap();
-        assert!(yaml.contains("kind: Role\nmetadata:\n  name: kubectl-dispatch-doctor-alice\n  namespace: \"dispatch-system\"\nrules:\n- apiGroups: [\"\"]\n  resources: [\"pods\"]\n  verbs: [\"get\"]\n"), "{yaml}");
+        assert!(yaml.contains("kind: Role\nmetadata:\n  name: kubectl-dispatch-doctor-alice\n  namespace: \"dispatch-system\"\nrules:\n# for the holder's pod (a note)\n- apiGroups: [\"\"]\n  resources: [\"pods\"]\n  verbs: [\"get\"]\n"), "{yaml}");
         let leases =
             |a: &Access| if a.resource == "leases" { Answer::Denied(Some("no".into())) } else { Answer::Allowed };
         let r = evaluate(&LeaseRef::default(), &facts(leases), now());

@@ -35,7 +35,7 @@ pub fn pod(ns: &str, name: &str, node: &str, container: Container) -> String {
             true,
             restarts,
             format!("running:\n        startedAt: \"{}\"", time_ago(60)),
-            (restarts > 0).then(|| ("OOMKilled", 137)),
+            (restarts > 0).then_some(("OOMKilled", 137)),
         ),
         Container::CrashLooping { restarts } => {
             (false, restarts, "waiting:\n        reason: CrashLoopBackOff".to_string(), Some(("Error", 1)))
