@@ -42,7 +42,11 @@ pub async fn collect(conn: &Connection, opts: &GateOptions<'_>, log: &Log) -> Re
     let (lease, holder) = (&opts.settings.lease, opts.settings.lease.clone());
     let lease_and_holder = async {
         let fetched = fetch::lease(conn, lease, log).await?;
-        let holder = crate::cluster::holder::read(conn, &holder, &fetched, log).await?;
+        // Only wide, JSON and YAML show the holder's pod: a table costs no extra round trip.
+        let holder = match opts.output.format {
+            crate::cli::Format::Table => None,
+            _ => crate::cluster::holder::read(conn, &holder, &fetched, log).await?,
+        };
         Ok::<_, Error>((fetched, holder))
     };
     let ((lease, holder), served) = futures::try_join!(
