@@ -7,6 +7,7 @@ use crate::cluster::fetch::{self, Kueue};
 use crate::cluster::{holder, review};
 use crate::core::doctor::{self, DoctorFacts, KueueServed, Level};
 use crate::core::lease::LeaseRef;
+use crate::core::waiting::WaitingScope;
 use crate::error::Error;
 use crate::exit::Exit;
 use crate::log::Log;
@@ -42,8 +43,8 @@ pub async fn collect(conn: &Connection, opts: &DoctorOptions<'_>, log: &Log) -> 
     Ok(DoctorFacts { identity, access: reads.into_iter().zip(answers).collect(), kueue, namespace: ns, lease, holder })
 }
 
-/// Discovery, then one read of a ClusterQueue and a Workload at the version the plugin would
-/// read, falling back as the gate does when Kueue's conversion webhook does not answer.
+/// Discovery, then the gate's Kueue reads at the version the plugin would read, falling back as
+/// the gate does when Kueue's conversion webhook does not answer.
 async fn kueue_served(conn: &Connection, namespace: Option<&str>, log: &Log) -> Result<KueueServed, Error> {
     let kueue = match fetch::discover_kueue(conn, log).await {
         Ok(k) => k,
@@ -53,7 +54,7 @@ async fn kueue_served(conn: &Connection, namespace: Option<&str>, log: &Log) -> 
         Err(e) => return Err(e),
     };
     let versions = kueue.served.clone();
-    let read = fetch::read_served(&kueue, log, async |k: &Kueue| fetch::probe(conn, k, namespace, log).await).await;
+    let read = fetch::read_served(&kueue, log, async |k: &Kueue| kueue_reads(conn, k, namespace, log).await).await;
     Ok(match read {
         Ok(served) => {
             KueueServed::Served { versions, reads: Some(served.kueue.version), fallback: served.warning, error: None }
@@ -90,4 +91,23 @@ pub async fn run(conn: &Connection, opts: &DoctorOptions<'_>, deps: &mut Deps<'_
         Level::Fail => Exit::No,
         Level::Unknown => Exit::Unknown,
     })
+}
+
+/// Every Kueue list the gate reads (ClusterQueues, AdmissionChecks, LocalQueues, Workloads), kept
+/// nowhere: a conversion failure on any object (one stored at another version than the rest)
+/// shows only when every object is read. Forbidden lists are the access findings' business.
+async fn kueue_reads(conn: &Connection, kueue: &Kueue, namespace: Option<&str>, log: &Log) -> Result<(), Error> {
+    let nothing = async {
+        Ok::<_, Error>((
+            (),
+            WaitingScope { checks: Default::default(), cluster_queues: Default::default(), all_states: false },
+        ))
+    };
+    futures::try_join!(
+        fetch::cluster_queues(conn, kueue, log),
+        fetch::admission_checks(conn, kueue, log),
+        fetch::local_queues(conn, kueue, namespace, log),
+        fetch::waiting(conn, kueue, namespace, nothing, log),
+    )?;
+    Ok(())
 }
