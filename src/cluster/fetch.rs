@@ -119,6 +119,13 @@ fn webhook_down(mut failed: Vec<(String, String, String)>) -> Error {
     Error::KueueWebhook { what, versions: versions.join(" or "), cause }
 }
 
+const DESCRIBE: &str = "describe the Kueue API group";
+
+/// Whether [`discover_kueue`] failed because discovery of Kueue's group is forbidden (403).
+pub fn discovery_forbidden(e: &Error) -> bool {
+    matches!(e, Error::Api { action, message } if action == DESCRIBE && message == "HTTP 403")
+}
+
 /// Discovers which Kueue versions are served and chooses v1beta2, else v1beta1 (Kueue ≤ v0.14).
 /// An unserved group answers a plain-text 404, so this asks discovery rather than parsing an
 /// error body.
@@ -143,7 +150,7 @@ pub async fn discover_kueue(conn: &Connection, log: &Log) -> Result<Kueue, Error
             return Err(Error::Unauthorized { server: conn.server.clone() });
         }
         code => {
-            return Err(Error::Api { action: "describe the Kueue API group".into(), message: format!("HTTP {code}") });
+            return Err(Error::Api { action: DESCRIBE.into(), message: format!("HTTP {code}") });
         }
     }
     let body = response.into_body().collect_bytes().await.map_err(|e| transport(&e, conn))?;

@@ -49,8 +49,7 @@ async fn kueue_served(conn: &Connection, namespace: Option<&str>, log: &Log) -> 
     let kueue = match fetch::discover_kueue(conn, log).await {
         Ok(k) => k,
         Err(Error::KueueMissing) => return Ok(KueueServed::NotServed),
-        // discover_kueue's words for a 403 on /apis/kueue.x-k8s.io.
-        Err(Error::Api { message, .. }) if message == "HTTP 403" => return Ok(KueueServed::Forbidden),
+        Err(e) if fetch::discovery_forbidden(&e) => return Ok(KueueServed::Forbidden),
         Err(e) => return Err(e),
     };
     let versions = kueue.served.clone();
