@@ -47,6 +47,8 @@ fn readme_usage_is_the_help() {
 
 #[test]
 fn readme_example_is_the_golden_file() {
-    let golden = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/gate-stale.txt")).unwrap();
-    check("golden:gate-stale.txt", &golden);
+    for name in ["gate-stale.txt", "doctor-all-well.txt"] {
+        let golden = std::fs::read_to_string(format!("{}/tests/golden/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+        check(&format!("golden:{name}"), &golden);
+    }
 }
