@@ -2,6 +2,7 @@
 //! `main`, once.
 
 use crate::cluster::connect;
+use crate::commands::doctor::{self, DoctorOptions};
 use crate::commands::fleet::{self, FleetOptions};
 use crate::commands::gate::{self, GateOptions};
 use crate::commands::{Deps, gate_watch, lease, lease_watch, workload};
@@ -37,6 +38,11 @@ pub async fn run(inv: &Invocation, deps: &mut Deps<'_>) -> Result<Exit, Error> {
                 None => gate::run(&conn, &opts, deps).await,
                 Some(live) => gate_watch::run(&conn, &opts, *live, deps).await,
             }
+        }
+        Verb::Doctor { lease, output, all_namespaces, rbac } => {
+            let conn = connect().await?;
+            let opts = DoctorOptions { lease, output: *output, all_namespaces: *all_namespaces, rbac: *rbac };
+            doctor::run(&conn, &opts, deps).await
         }
         Verb::Lease { lease, output, watch } => {
             let conn = connect().await?;

@@ -46,6 +46,11 @@ pub enum Command {
     /// ClusterQueue when dispatch's check is among them, and where it is stuck.
     #[command(visible_aliases = ["workloads", "kwl"], after_help = WORKLOAD_EXIT_CODES_HELP)]
     Workload(WorkloadArgs),
+    /// Check what this plugin and dispatch's adapter need, as the caller (or --as): each
+    /// read's RBAC, Kueue's served versions, the Lease's namespace, the Lease and its holder's
+    /// pod; print the RBAC to add.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Doctor(DoctorArgs),
     /// Print a shell completion script for kubectl-dispatch (bash, zsh, fish or powershell)
     Completion(crate::complete::CompletionArgs),
 }
@@ -308,6 +313,23 @@ pub struct LeaseArgs {
     /// Give up watching after this long (e.g. 2m); default: never
     #[arg(long, value_name = "DURATION", requires = "watch")]
     pub timeout: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    pub lease: LeaseTargetArgs,
+
+    /// The gate's Workload reads to check: -n for one namespace, -A for all (as `gate` reads)
+    #[command(flatten)]
+    pub scope: ScopeArgs,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+
+    /// Print only the RBAC objects that grant what is missing, for `kubectl apply -f -`
+    #[arg(long, conflicts_with = "output")]
+    pub rbac: bool,
 }
 
 /// What `lease --watch --until` waits for.

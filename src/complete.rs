@@ -475,7 +475,7 @@ mod tests {
     #[test]
     fn verbs_on_a_fresh_word() {
         let lines = complete(&[""]);
-        assert_eq!(values(&lines), ["gate", "lease", "workload", "completion", ":4"]);
+        assert_eq!(values(&lines), ["gate", "lease", "workload", "doctor", "completion", ":4"]);
         assert!(lines[0].starts_with("gate\tThe readmission gate"), "{lines:?}");
         assert_eq!(values(&complete(&["l"])), ["lease", ":4"]);
         assert_eq!(values(&complete(&["__complete", "g"])), ["gate", ":4"]);

@@ -46,11 +46,11 @@ impl From<Verdict> for Exit {
 /// The table printed in `--help` and the README.
 pub const EXIT_CODES_HELP: &str = "\
 Exit codes:
-  0  gate yes, or Lease fresh
+  0  gate yes, or Lease fresh; doctor: all well
   1  could not evaluate (an error; one line on stderr)
   2  usage error
-  3  gate no, or Lease not fresh
-  4  unknown: a read that decides was forbidden
+  3  gate no, or Lease not fresh; doctor: something would stop the gate or the plugin
+  4  unknown: a read that decides was forbidden; doctor: a check could not be made
   5  lease --until stale|holder-change: --timeout came first
      (gate --wait and lease --until fresh end on --timeout with the last state's code)";
 

@@ -7,6 +7,7 @@ use serde::Serialize;
 use crate::core::duration::ceil_seconds;
 use crate::core::fetched::Fetched;
 use crate::core::gate::{Chain, Check, GateReport, Outcome};
+use crate::core::holder::{HolderPod, PodState};
 use crate::core::lease::{LeaseAssessment, LeaseState};
 use crate::core::verdict::Verdict;
 use crate::core::waiting::Waiting;
@@ -170,6 +171,46 @@ pub struct LeaseDoc {
     pub age_seconds: Option<i64>,
     pub stale_in_seconds: Option<i64>,
     pub stale_for_seconds: Option<i64>,
+    /// What became of the holder's pod; absent when it was not looked up (no holder, or a
+    /// live mode).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holder_pod: Option<HolderPodDoc>,
+}
+
+/// The holder's pod (`<pod name>_<id>` in holderIdentity). Never decides the verdict.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HolderPodDoc {
+    /// `null` when the holder does not name a pod.
+    pub name: Option<String>,
+    pub namespace: String,
+    pub node: Option<String>,
+    /// running, restarting, not ready, terminating, gone, node not ready, forbidden, not a pod.
+    pub status: &'static str,
+    /// Restarts over its containers, when the pod was read.
+    pub restarts: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing_rbac: Option<String>,
+    pub detail: String,
+}
+
+pub fn holder_pod_doc(p: &HolderPod) -> HolderPodDoc {
+    HolderPodDoc {
+        name: (!p.pod.is_empty()).then(|| p.pod.clone()),
+        namespace: p.namespace.clone(),
+        node: p.node.clone(),
+        status: p.state.label(),
+        restarts: match &p.state {
+            PodState::Ready { restarts, .. } | PodState::Restarting { restarts, .. } => Some(*restarts),
+            PodState::NotReady { .. } => Some(0),
+            _ => None,
+        },
+        missing_rbac: match &p.state {
+            PodState::Forbidden { rule } => Some(rule.clone()),
+            _ => None,
+        },
+        detail: p.sentence(),
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -234,10 +275,11 @@ pub fn lease_doc(a: &LeaseAssessment) -> LeaseDoc {
         age_seconds: age,
         stale_in_seconds: stale_in,
         stale_for_seconds: stale_for,
+        holder_pod: a.holder_pod.as_ref().map(holder_pod_doc),
     }
 }
 
-fn check_doc(c: &Check) -> CheckDoc {
+fn check_doc(c: &Check, lease: &LeaseAssessment) -> CheckDoc {
     let (reason, missing_rbac) = match &c.outcome {
         Outcome::Pass => (None, None),
         Outcome::Fail(r) => (Some(r.clone()), None),
@@ -247,13 +289,22 @@ fn check_doc(c: &Check) -> CheckDoc {
         id: c.kind.id(),
         title: c.kind.title(),
         result: c.outcome.label(),
-        detail: c.detail.clone(),
+        detail: with_holder_pod(c, lease),
         reason,
         missing_rbac,
     }
 }
 
-pub(crate) fn chain_doc(c: &Chain) -> ChainDoc {
+/// A check's detail; the Lease check's names what became of the holder's pod, when it was
+/// looked up (`-o wide` and JSON/YAML).
+pub fn with_holder_pod(c: &Check, lease: &LeaseAssessment) -> String {
+    match (&lease.holder_pod, c.kind) {
+        (Some(pod), crate::core::gate::CheckKind::Heartbeat) => format!("{}; {}", c.detail, pod.sentence()),
+        _ => c.detail.clone(),
+    }
+}
+
+pub(crate) fn chain_doc(c: &Chain, lease: &LeaseAssessment) -> ChainDoc {
     ChainDoc {
         cluster_queue: c.cluster_queue.clone(),
         admission_check: c.admission_check.clone(),
@@ -272,7 +323,7 @@ pub(crate) fn chain_doc(c: &Chain) -> ChainDoc {
         verdict: c.verdict,
         mode: c.verdict.mode(),
         reason: c.reason.clone(),
-        checks: c.checks.iter().map(check_doc).collect(),
+        checks: c.checks.iter().map(|k| check_doc(k, lease)).collect(),
     }
 }
 
@@ -298,7 +349,7 @@ impl GateRun {
             evaluated_at: micro(self.now),
             verdict: self.report.verdict,
             mode: self.report.verdict.mode(),
-            chains: self.report.chains.iter().map(chain_doc).collect(),
+            chains: self.report.chains.iter().map(|c| chain_doc(c, &self.report.lease)).collect(),
             lease: lease_doc(&self.report.lease),
             waiting: self.waiting.found().map(|ws| ws.iter().map(|w| waiting_doc(w, self.now)).collect()),
             summary: self.stall_summary(),

@@ -56,6 +56,13 @@ pub enum Verb {
         settings: GateSettings,
         output: Output,
     },
+    Doctor {
+        lease: LeaseRef,
+        output: Output,
+        all_namespaces: bool,
+        /// Print only the RBAC to add.
+        rbac: bool,
+    },
 }
 
 /// `gate --watch` or `gate --wait`.
@@ -100,6 +107,10 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
             namespace: args.scope.namespace.clone().or(cli.scope.namespace),
             all_namespaces: args.scope.all_namespaces || cli.scope.all_namespaces,
         },
+        Command::Doctor(args) => ScopeArgs {
+            namespace: args.scope.namespace.clone().or(cli.scope.namespace),
+            all_namespaces: args.scope.all_namespaces || cli.scope.all_namespaces,
+        },
         Command::Workload(args) if !cli.scope.all_namespaces => {
             ScopeArgs { namespace: args.namespace.clone().or(cli.scope.namespace), all_namespaces: false }
         }
@@ -114,7 +125,9 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
             ));
         }
         _ if cli.scope.is_set() => {
-            return Err(Error::Usage("only gate and workload take --namespace, and only gate --all-namespaces".into()));
+            return Err(Error::Usage(
+                "only gate, doctor and workload take --namespace, and only gate and doctor --all-namespaces".into(),
+            ));
         }
         _ => ScopeArgs::default(),
     };
@@ -180,6 +193,12 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
         Command::Workload(args) => {
             Verb::Workload { settings: gate_settings(&args.target())?, output: (&args.output).into(), name: args.name }
         }
+        Command::Doctor(args) => Verb::Doctor {
+            lease: lease_ref(&args.lease, &read_target_config(&args.lease)?)?,
+            output: (&args.output).into(),
+            all_namespaces: scope.all_namespaces,
+            rbac: args.rbac,
+        },
         // Needs no cluster: main prints the script before resolving anything.
         Command::Completion(_) => return Err(Error::Usage("completion is not a cluster command".into())),
     };

@@ -37,7 +37,13 @@ fn check(marker: &str, want: &str) {
 
 #[test]
 fn readme_usage_is_the_help() {
-    for args in [vec!["--help"], vec!["gate", "--help"], vec!["lease", "--help"], vec!["workload", "--help"]] {
+    for args in [
+        vec!["--help"],
+        vec!["gate", "--help"],
+        vec!["lease", "--help"],
+        vec!["workload", "--help"],
+        vec!["doctor", "--help"],
+    ] {
         let out = Command::new(env!("CARGO_BIN_EXE_kubectl-dispatch")).args(&args).output().unwrap();
         assert!(out.status.success());
         let help = String::from_utf8(out.stdout).unwrap();
@@ -47,7 +53,7 @@ fn readme_usage_is_the_help() {
 
 #[test]
 fn readme_example_is_the_golden_file() {
-    for file in ["gate-stale.txt", "workload-stale.txt"] {
+    for file in ["gate-stale.txt", "workload-stale.txt", "doctor-all-well.txt"] {
         let golden = std::fs::read_to_string(format!("{}/tests/golden/{file}", env!("CARGO_MANIFEST_DIR"))).unwrap();
         check(&format!("golden:{file}"), &golden);
     }

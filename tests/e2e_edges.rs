@@ -311,7 +311,7 @@ fn the_lease_verb_reports_each_status() {
     missing.expect_code(3);
     assert!(
         missing.lines()[1].ends_with(&format!(
-            "missing   <none>        <none>     <none>       <none>         Lease {} does not exist",
+            "missing   <none>        <none>     <none>       <none>         Lease {} does not exist   <none>",
             s.lease
         )),
         "{}",

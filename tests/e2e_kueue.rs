@@ -277,6 +277,12 @@ fn kueue_v0_15_0_conversion_webhook() {
     wait.expect_code(0).expect_line("ReadmissionGate: yes (the adapter writes)");
     assert!(wait.stderr.starts_with(warning), "{}", wait.stderr);
     assert!(wait.stdout.contains(&answered.retry), "{}", wait.stdout);
+    // doctor says the same: Kueue's versions agree, read at v1beta1 (a warning), and why.
+    let doctor = c.dispatch(&["doctor", "-n", NS, "-o", "json"]);
+    let kueue = kueue_finding(&doctor);
+    assert_eq!(kueue["result"], "warning", "{kueue}");
+    let detail = kueue["detail"].as_str().unwrap();
+    assert!(detail.contains("; the plugin reads v1beta1: Kueue's conversion webhook does not answer; "), "{detail}");
 
     // When no version can be read, the error says Kueue's webhook is down. Mid-upgrade to a
     // Kueue that stores v1beta2, new objects are stored as v1beta2 while older ones are still
@@ -308,4 +314,22 @@ fn kueue_v0_15_0_conversion_webhook() {
     );
     assert!(down.stderr.lines().nth(1).is_some_and(|h| h.contains("Kueue's controller manager")), "{}", down.stderr);
     assert!(!newer.is_empty());
+    // doctor: no version can be read, which would stop the gate.
+    let doctor = c.dispatch(&["doctor", "-n", NS, "-o", "json"]);
+    doctor.expect_code(3);
+    let kueue = kueue_finding(&doctor);
+    assert_eq!(kueue["result"], "fail", "{kueue}");
+    assert!(kueue["detail"].as_str().unwrap().contains("; Kueue's webhook is down: "), "{kueue}");
+}
+
+/// `doctor -o json`'s finding about Kueue's versions.
+fn kueue_finding(run: &Run) -> Value {
+    let v = run.json();
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["area"] == "kueue")
+        .cloned()
+        .unwrap_or_else(|| panic!("no kueue finding: {v:#}"))
 }

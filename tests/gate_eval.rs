@@ -85,6 +85,7 @@ fn healthy() -> GateFacts {
         cluster_queues: Fetched::Found(vec![cq("team-a", &[CHECK])]),
         admission_checks: Fetched::Found(vec![dispatch_ac()]),
         lease: fresh_lease(),
+        holder: None,
     }
 }
 
@@ -588,6 +589,7 @@ fn several_cluster_queues_give_chains_sorted_by_name_and_the_worst_verdict() {
         cluster_queues: Fetched::Found(cqs.clone()),
         admission_checks: Fetched::Found(acs.clone()),
         lease: fresh_lease(),
+        holder: None,
     };
     let report = evaluate(&GateSettings::default(), &facts);
     let names: Vec<_> = report.chains.iter().map(|c| c.cluster_queue.as_deref().unwrap()).collect();
@@ -618,6 +620,7 @@ fn several_cluster_queues_give_chains_sorted_by_name_and_the_worst_verdict() {
         cluster_queues: Fetched::Found(vec![cq("team-a", &[CHECK]), cq("team-b", &[CHECK])]),
         admission_checks: Fetched::Found(acs),
         lease: forbidden(LEASE_RULE),
+        holder: None,
     };
     let report = evaluate(&GateSettings::default(), &facts);
     assert_eq!(report.chains.iter().map(|c| c.verdict).collect::<Vec<_>>(), [Verdict::Unknown, Verdict::Unknown]);
@@ -630,6 +633,7 @@ fn several_cluster_queues_give_chains_sorted_by_name_and_the_worst_verdict() {
         cluster_queues: Fetched::Found(vec![cq("team-a", &[CHECK]), cq("team-b", &[])]),
         admission_checks: forbidden(AC_RULE),
         lease: fresh_lease(),
+        holder: None,
     };
     let report = evaluate(&named_cq(&["team-a", "team-b"]), &facts);
     assert_eq!(report.chains.iter().map(|c| c.verdict).collect::<Vec<_>>(), [Verdict::Unknown, Verdict::No]);
@@ -887,6 +891,7 @@ fn kueues_active_condition_on_the_cluster_queue_shows_beside_check_3_and_does_no
         cluster_queues: Fetched::Found(vec![kueue_says("True", "Ready", "Can admit new workloads")]),
         admission_checks: forbidden(AC_RULE),
         lease: fresh_lease(),
+        holder: None,
     };
     let chain = &evaluate(&named_cq(&["team-a"]), &facts).chains[0];
     assert_eq!(chain.checks[2].outcome, unknown(AC_RULE));
@@ -1198,6 +1203,7 @@ fn the_design_quotes_every_reason_word_for_word() {
         cluster_queues: Fetched::Found(cqs),
         admission_checks: Fetched::Found(acs),
         lease: fresh_lease(),
+        holder: None,
     };
     let fine = || ac("<check>", Some("<controller>"), active_true());
     let failure = |settings: &GateSettings, facts: &GateFacts, kind: CheckKind| -> String {

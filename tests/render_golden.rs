@@ -1,4 +1,4 @@
-//! Golden files of every output format, for the `gate` and `lease` verbs.
+//! Golden files of every output format, for the `gate`, `lease` and `doctor` verbs.
 //!
 //! Each report is built through the public API (facts → `gate::evaluate` / `lease::assess`,
 //! Workloads → `waiting::select` / `finish`) at a fixed instant, rendered into a buffer, and
@@ -18,12 +18,15 @@ use std::path::{Path, PathBuf};
 use facts::{CHECK, CONTROLLER, cq, now};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kubectl_dispatch::cli::Format;
+use kubectl_dispatch::core::doctor::{self, Access, Answer, DoctorFacts, Identity, KueueServed};
 use kubectl_dispatch::core::fetched::{Denied, Fetched};
 use kubectl_dispatch::core::gate::{self, GateFacts, GateSettings};
+use kubectl_dispatch::core::holder::{HolderFacts, NodeFacts, PodFacts, Termination};
 use kubectl_dispatch::core::kueue::{AdmissionCheck, CheckState, Condition, LocalQueue, Workload};
 use kubectl_dispatch::core::lease::{self, LeaseFacts, LeaseRef};
 use kubectl_dispatch::core::waiting::{self, WaitingScope};
 use kubectl_dispatch::core::workload::{self, CheckDetail, PodSetUpdate, Position, WorkloadFacts, WorkloadInput};
+use kubectl_dispatch::render::doctor::DoctorRun;
 use kubectl_dispatch::render::sanitize::escape;
 use kubectl_dispatch::render::{self, Style};
 use kubectl_dispatch::report::workload::WorkloadRun;
@@ -78,6 +81,7 @@ fn healthy_facts() -> GateFacts {
         cluster_queues: Fetched::Found(vec![cq("team-a", &[CHECK]), cq("batch", &[])]),
         admission_checks: Fetched::Found(vec![dispatch_ac()]),
         lease: Fetched::Found(lease_facts(4, 250_000)),
+        holder: None,
     }
 }
 
@@ -335,6 +339,7 @@ fn gate_several_cluster_queues() {
         ]),
         admission_checks: Fetched::Found(three_checks()),
         lease: Fetched::Found(lease_facts(9, 0)),
+        holder: None,
     };
     let mut gpu = workload("ml", "finetune-gpu-2", Some("team-gpu"), check("Pending", "", 20 * 60));
     gpu.checks[0].name = "dispatch-gpu".into();
@@ -380,6 +385,7 @@ fn gate_kueue_shapes() {
         cluster_queues: Fetched::Found(vec![team_b, team_a]),
         admission_checks: Fetched::Found(three_checks()),
         lease: Fetched::Found(lease_facts(9, 0)),
+        holder: None,
     };
     let mut gpu = workload("ml", "finetune-gpu-2", Some("team-a"), check("Pending", "", 20 * 60));
     gpu.checks[0].name = "dispatch-gpu".into();
@@ -642,6 +648,135 @@ fn the_diff_marks_changed_lines() {
     assert_eq!(diff("x\u{1b}\n", "y\n"), "-   1 | x\\u{1b}\n+   1 | y\n");
 }
 
+// ---------------------------------------------------------------------------------------------
+// The holder's pod
+// ---------------------------------------------------------------------------------------------
+
+fn holder_pod(restarts: i32, ready: &str, waiting: Option<&str>) -> PodFacts {
+    PodFacts {
+        name: "dispatch-admission-7d9f8c6b5-x2kqp".into(),
+        uid: "0b9e6c1d-5a43-4c1e-9d7f-2f6a8e1b3c55".into(),
+        created: Some(ago(5 * 3600, 0)),
+        deleting: None,
+        phase: Some("Running".into()),
+        node: Some("worker-2".into()),
+        ready: Some((ready.into(), (ready != "True").then(|| "ContainersNotReady".into()))),
+        restarts,
+        last_termination: (restarts > 0).then(|| Termination {
+            container: "manager".into(),
+            reason: Some("OOMKilled".into()),
+            exit_code: 137,
+            finished: Some(ago(41, 0)),
+        }),
+        waiting: waiting.map(String::from),
+    }
+}
+
+fn node(ready: &str, reason: &str) -> Option<Fetched<NodeFacts>> {
+    Some(Fetched::Found(NodeFacts { name: "worker-2".into(), ready: Some((ready.into(), Some(reason.into()))) }))
+}
+
+fn lease_with_holder(fetched: Fetched<LeaseFacts>, holder: HolderFacts) -> LeaseRun {
+    let assessment = lease::assess_with_holder(&LeaseRef::default(), &fetched, Some(&holder), now());
+    LeaseRun { assessment, warnings: vec![], now: now() }
+}
+
+#[test]
+fn lease_holder_restarting() {
+    let pod = Fetched::Found(holder_pod(4, "False", Some("CrashLoopBackOff")));
+    let run = lease_with_holder(
+        Fetched::Found(lease_facts(3 * 60 + 7, 400_000)),
+        HolderFacts { pod, node: node("True", "KubeletReady") },
+    );
+    lease_golden("lease-holder-restarting", run);
+}
+
+#[test]
+fn lease_holder_pods_forbidden() {
+    let holder = HolderFacts { pod: forbidden("get pods in namespace dispatch-system"), node: None };
+    lease_golden("lease-holder-forbidden", lease_with_holder(Fetched::Found(lease_facts(4, 250_000)), holder));
+}
+
+#[test]
+fn gate_holder_on_a_node_not_ready() {
+    let holder =
+        HolderFacts { pod: Fetched::Found(holder_pod(0, "True", None)), node: node("Unknown", "NodeStatusUnknown") };
+    let facts = GateFacts { holder: Some(holder), ..stale_facts() };
+    gate_golden("gate-holder-node-not-ready", GateInput::new(facts, vec![]));
+}
+
+// ---------------------------------------------------------------------------------------------
+// doctor
+// ---------------------------------------------------------------------------------------------
+
+fn doctor_facts(answer: impl Fn(&Access) -> Answer, identity: Option<Identity>) -> DoctorFacts {
+    let access = doctor::reads(&LeaseRef::default(), Some("ml")).into_iter().map(|a| (a.clone(), answer(&a))).collect();
+    DoctorFacts {
+        identity,
+        access,
+        kueue: KueueServed::Served {
+            versions: vec!["v1beta2".into(), "v1beta1".into()],
+            reads: Some("v1beta2".into()),
+            fallback: None,
+            error: None,
+        },
+        namespace: Fetched::Found(()),
+        lease: Fetched::Found(lease_facts(4, 250_000)),
+        holder: Some(HolderFacts {
+            pod: Fetched::Found(holder_pod(0, "True", None)),
+            node: node("True", "KubeletReady"),
+        }),
+    }
+}
+
+fn doctor_golden(name: &str, facts: DoctorFacts) {
+    let report = doctor::evaluate(&LeaseRef::default(), &facts, now());
+    let run = DoctorRun { report, context: Some("prod-eu".into()), now: now() };
+    check_all(name, |output, buf| {
+        render::doctor::render(&run, output, Style::default(), buf, &mut Vec::new()).unwrap()
+    });
+}
+
+fn alice() -> Option<Identity> {
+    Some(Identity { username: "alice@example.com".into(), groups: vec!["sre".into(), "system:authenticated".into()] })
+}
+
+#[test]
+fn doctor_all_well() {
+    let allowed = |a: &Access| if a.resource == "namespaces" { Answer::Denied(None) } else { Answer::Allowed };
+    doctor_golden("doctor-all-well", doctor_facts(allowed, alice()));
+}
+
+#[test]
+fn doctor_missing_rules() {
+    let answer = |a: &Access| match a.resource {
+        "leases" | "pods" => Answer::Denied(Some("RBAC: no rule allows it".into())),
+        "workloads" if a.verb == "watch" => Answer::Denied(None),
+        _ => Answer::Allowed,
+    };
+    let mut facts = doctor_facts(answer, alice());
+    facts.lease = forbidden(LEASE_RULE);
+    facts.holder = None;
+    facts.namespace = forbidden("get namespaces \"dispatch-system\"");
+    facts.kueue = KueueServed::Served {
+        versions: vec!["v1beta2".into(), "v1beta1".into()],
+        reads: Some("v1beta1".into()),
+        fallback: Some("Kueue's conversion webhook does not answer".into()),
+        error: None,
+    };
+    doctor_golden("doctor-missing-rules", facts);
+}
+
+#[test]
+fn doctor_cannot_tell() {
+    let mut facts = doctor_facts(
+        |_| Answer::Unanswered("may not create selfsubjectaccessreviews.authorization.k8s.io".into()),
+        None,
+    );
+    facts.kueue = KueueServed::Forbidden;
+    doctor_golden("doctor-cannot-tell", facts);
+}
+
 #[test]
 fn every_golden_file_is_rendered_by_a_test() {
     if updating() {
@@ -665,6 +800,12 @@ fn every_golden_file_is_rendered_by_a_test() {
         "workload-quota",
         "workload-forbidden",
         "workload-retry",
+        "lease-holder-restarting",
+        "lease-holder-forbidden",
+        "gate-holder-node-not-ready",
+        "doctor-all-well",
+        "doctor-missing-rules",
+        "doctor-cannot-tell",
     ];
     let mut expected: BTreeSet<String> =
         names.iter().flat_map(|n| FORMATS.iter().map(move |(suffix, ..)| format!("{n}{suffix}"))).collect();

@@ -33,6 +33,8 @@ pub struct Kueue {
     fallback: Vec<String>,
     /// The apiserver's `Date` header, and this machine's clock when that response arrived.
     pub server_date: Option<(Timestamp, Timestamp)>,
+    /// Every version of the group served, as discovery lists them.
+    pub served: Vec<String>,
 }
 
 impl Kueue {
@@ -43,7 +45,12 @@ impl Kueue {
     /// This Kueue read at the next version served, if there is one.
     fn fall_back(&self) -> Option<Kueue> {
         let (next, rest) = self.fallback.split_first()?;
-        Some(Kueue { version: next.clone(), fallback: rest.to_vec(), server_date: self.server_date })
+        Some(Kueue {
+            version: next.clone(),
+            fallback: rest.to_vec(),
+            server_date: self.server_date,
+            served: self.served.clone(),
+        })
     }
 }
 
@@ -112,6 +119,13 @@ fn webhook_down(mut failed: Vec<(String, String, String)>) -> Error {
     Error::KueueWebhook { what, versions: versions.join(" or "), cause }
 }
 
+const DESCRIBE: &str = "describe the Kueue API group";
+
+/// Whether [`discover_kueue`] failed because discovery of Kueue's group is forbidden (403).
+pub fn discovery_forbidden(e: &Error) -> bool {
+    matches!(e, Error::Api { action, message } if action == DESCRIBE && message == "HTTP 403")
+}
+
 /// Discovers which Kueue versions are served and chooses v1beta2, else v1beta1 (Kueue ≤ v0.14).
 /// An unserved group answers a plain-text 404, so this asks discovery rather than parsing an
 /// error body.
@@ -136,7 +150,7 @@ pub async fn discover_kueue(conn: &Connection, log: &Log) -> Result<Kueue, Error
             return Err(Error::Unauthorized { server: conn.server.clone() });
         }
         code => {
-            return Err(Error::Api { action: "describe the Kueue API group".into(), message: format!("HTTP {code}") });
+            return Err(Error::Api { action: DESCRIBE.into(), message: format!("HTTP {code}") });
         }
     }
     let body = response.into_body().collect_bytes().await.map_err(|e| transport(&e, conn))?;
@@ -146,7 +160,8 @@ pub async fn discover_kueue(conn: &Connection, log: &Log) -> Result<Kueue, Error
     let mut order = read_order(&served).into_iter();
     let version = order.next().ok_or(Error::KueueMissing)?;
     log.info(1, &format!("Kueue API {GROUP}/{version}"));
-    Ok(Kueue { version, fallback: order.collect(), server_date })
+    let served = served.into_iter().map(String::from).collect();
+    Ok(Kueue { version, fallback: order.collect(), server_date, served })
 }
 
 /// A failed Kueue list outside the pager (completion's names): a conversion failure becomes
@@ -406,7 +421,7 @@ mod tests {
 
     fn kueue(served: &[&str]) -> Kueue {
         let mut order = read_order(served).into_iter();
-        Kueue { version: order.next().unwrap(), fallback: order.collect(), server_date: None }
+        Kueue { version: order.next().unwrap(), fallback: order.collect(), server_date: None, served: vec![] }
     }
 
     fn down(what: &str, version: &str) -> Error {

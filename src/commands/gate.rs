@@ -37,17 +37,28 @@ pub struct Collected {
 
 /// Reads everything the gate needs in two round trips: discovery alone (it also opens the
 /// connection, HTTP/2 where offered, that the rest share), then the Lease and every Kueue
-/// read concurrently. The Kueue reads run once more, at the next version served, only when
+/// read concurrently (the holder's pod and its node after the Lease, for the outputs that show
+/// them). The Kueue reads run once more, at the next version served, only when
 /// Kueue's conversion webhook does not answer ([`fetch::read_served`]).
 pub async fn collect(conn: &Connection, opts: &GateOptions<'_>, log: &Log) -> Result<Collected, Error> {
     let kueue = fetch::discover_kueue(conn, log).await?;
-    let (lease, served) = futures::try_join!(
-        fetch::lease(conn, &opts.settings.lease, log),
+    let lease_and_holder = async {
+        let lease = &opts.settings.lease;
+        let fetched = fetch::lease(conn, lease, log).await?;
+        // Only wide, JSON and YAML show the holder's pod: a table costs no extra round trip.
+        let holder = match opts.output.format {
+            crate::cli::Format::Table => None,
+            _ => crate::cluster::holder::read(conn, lease, &fetched, log).await?,
+        };
+        Ok::<_, Error>((fetched, holder))
+    };
+    let ((lease, holder), served) = futures::try_join!(
+        lease_and_holder,
         fetch::read_served(&kueue, log, async |k: &Kueue| kueue_reads(conn, k, opts, log).await),
     )?;
     let (cluster_queues, admission_checks, waiting) = served.value;
     Ok(Collected {
-        facts: GateFacts { cluster_queues, admission_checks, lease },
+        facts: GateFacts { cluster_queues, admission_checks, lease, holder },
         waiting,
         server_date: kueue.server_date,
         kueue_warning: served.warning,

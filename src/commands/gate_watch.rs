@@ -301,6 +301,7 @@ async fn follow(
                 Some(LeaseUpdate::Forbidden(rule)) => Fetched::Forbidden(Denied { rule: rule.clone() }),
                 _ => Fetched::Missing,
             },
+            holder: None,
         };
         let report = gate::evaluate(opts.settings, &facts, now);
         let waiting = waiting_rows(&workloads, &report, opts, local_queues);

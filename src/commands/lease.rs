@@ -14,7 +14,12 @@ use super::Deps;
 pub async fn run(conn: &Connection, lease_ref: &LeaseRef, output: Output, deps: &mut Deps<'_>) -> Result<Exit, Error> {
     let fetched = fetch::lease(conn, lease_ref, deps.log).await?;
     let now = deps.clock.now();
-    let assessment = lease::assess(lease_ref, &fetched, now);
+    // Only wide, JSON and YAML show the holder's pod: the table costs no extra round trip.
+    let holder = match output.format {
+        crate::cli::Format::Table => None,
+        _ => crate::cluster::holder::read(conn, lease_ref, &fetched, deps.log).await?,
+    };
+    let assessment = lease::assess_with_holder(lease_ref, &fetched, holder.as_ref(), now);
     let warnings: Vec<String> = skew::lease_in_future(assessment.facts.as_ref(), now).into_iter().collect();
     let run = LeaseRun { assessment, warnings, now };
     for w in &run.warnings {

@@ -1,5 +1,6 @@
 //! One module per verb: fetch the facts, evaluate them with the pure core at one `now`, render.
 
+pub mod doctor;
 pub mod fleet;
 pub mod gate;
 pub mod gate_watch;

@@ -53,7 +53,7 @@ pub async fn collect(
     let input = WorkloadInput {
         workload: w,
         local_queue,
-        gate: GateFacts { cluster_queues, admission_checks, lease },
+        gate: GateFacts { cluster_queues, admission_checks, lease, holder: None },
         position,
     };
     Ok((input, served.warning, kueue.server_date))

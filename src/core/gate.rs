@@ -12,6 +12,7 @@ use std::collections::BTreeSet;
 use k8s_openapi::jiff::Timestamp;
 
 use super::fetched::Fetched;
+use super::holder::HolderFacts;
 use super::kueue::{AdmissionCheck, CheckRule, ClusterQueue, Condition};
 use super::lease::{self, LeaseAssessment, LeaseFacts, LeaseRef, LeaseState};
 use super::verdict::Verdict;
@@ -43,6 +44,8 @@ pub struct GateFacts {
     pub cluster_queues: Fetched<Vec<ClusterQueue>>,
     pub admission_checks: Fetched<Vec<AdmissionCheck>>,
     pub lease: Fetched<LeaseFacts>,
+    /// The holder's pod and its node, read beside the Lease; `None` when not looked up.
+    pub holder: Option<HolderFacts>,
 }
 
 /// The four links of the chain, in the adapter's order.
@@ -138,7 +141,7 @@ pub struct GateReport {
 
 /// Evaluates the gate at `now`.
 pub fn evaluate(settings: &GateSettings, facts: &GateFacts, now: Timestamp) -> GateReport {
-    let lease = lease::assess(&settings.lease, &facts.lease, now);
+    let lease = lease::assess_with_holder(&settings.lease, &facts.lease, facts.holder.as_ref(), now);
     let heartbeat = heartbeat_check(&lease);
     let dispatch_checks = dispatch_checks(settings, &facts.admission_checks);
 

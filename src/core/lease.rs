@@ -10,6 +10,7 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use super::duration::{ceil_seconds, go_seconds};
 use super::fetched::Fetched;
+use super::holder::{self, HolderFacts, HolderPod};
 use super::verdict::Verdict;
 
 /// `namespace/name` of the controller's leader-election Lease (the adapter's `kueue.admissionLease`).
@@ -105,6 +106,8 @@ pub struct LeaseAssessment {
     pub lease: LeaseRef,
     pub facts: Option<LeaseFacts>,
     pub state: LeaseState,
+    /// What became of the holder's pod, when it was looked up ([`assess_with_holder`]).
+    pub holder_pod: Option<HolderPod>,
 }
 
 /// Applies the adapter's three rules in order: a non-empty holder; both a renewTime and a
@@ -124,7 +127,20 @@ pub fn assess(lease: &LeaseRef, fetched: &Fetched<LeaseFacts>, now: Timestamp) -
         Fetched::Forbidden(denied) => (None, LeaseState::Forbidden { rule: denied.rule.clone() }),
         Fetched::Found(facts) => (Some(facts.clone()), judge(facts, now)),
     };
-    LeaseAssessment { lease: lease.clone(), facts, state }
+    LeaseAssessment { lease: lease.clone(), facts, state, holder_pod: None }
+}
+
+/// [`assess`], and the holder's pod from what was read beside the Lease, at the same `now`.
+/// The pod never changes the state: it only says what became of the holder.
+pub fn assess_with_holder(
+    lease: &LeaseRef,
+    fetched: &Fetched<LeaseFacts>,
+    holder: Option<&HolderFacts>,
+    now: Timestamp,
+) -> LeaseAssessment {
+    let mut a = assess(lease, fetched, now);
+    a.holder_pod = a.facts.as_ref().and_then(|f| holder::assess(&lease.namespace, f, holder, now));
+    a
 }
 
 fn judge(facts: &LeaseFacts, now: Timestamp) -> LeaseState {

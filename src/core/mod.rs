@@ -1,9 +1,11 @@
 //! The pure core: facts in, judgements out. Nothing here does I/O, reads a clock or prints.
 
+pub mod doctor;
 pub mod duration;
 pub mod fetched;
 pub mod gate;
 pub mod heartbeat;
+pub mod holder;
 pub mod kueue;
 pub mod lease;
 pub mod skew;

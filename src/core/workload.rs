@@ -469,6 +469,7 @@ mod tests {
                 duration_seconds: Some(15),
                 transitions: Some(0),
             }),
+            holder: None,
         }
     }
 

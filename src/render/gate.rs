@@ -70,7 +70,14 @@ fn text(run: &GateRun, output: Output, style: Style, lines: &mut Lines<'_>) -> i
         if i > 0 {
             writeln!(lines.note())?;
         }
-        chain_lines(chain, &run.report.lease.lease.to_string(), output.no_headers, style, lines)?;
+        // Wide: the Lease check also says what became of the holder's pod.
+        let mut shown = chain.clone();
+        if wide {
+            for check in &mut shown.checks {
+                check.detail = crate::report::with_holder_pod(check, &run.report.lease);
+            }
+        }
+        chain_lines(&shown, &run.report.lease.lease.to_string(), output.no_headers, style, lines)?;
     }
     if let Some(waiting) = run.waiting.found()
         && !waiting.is_empty()

@@ -13,7 +13,7 @@ use crate::report::LeaseRun;
 use crate::settings::Output;
 
 pub const HEADERS: &[&str] = &["lease", "holder", "renewed", "duration", "limit", "status", "transitions", "acquired"];
-pub const WIDE_HEADERS: &[&str] = &["renew time", "acquire time", "reason"];
+pub const WIDE_HEADERS: &[&str] = &["renew time", "acquire time", "reason", "holder pod"];
 
 pub fn render(run: &LeaseRun, output: Output, out: &mut dyn Write) -> io::Result<()> {
     match output.format {
@@ -58,6 +58,7 @@ pub fn row(a: &LeaseAssessment, now: Timestamp, wide: bool) -> Vec<String> {
         row.push(facts.renew_time.map(|t| t.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()).unwrap_or_default());
         row.push(facts.acquire_time.map(|t| t.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()).unwrap_or_default());
         row.push(reason_cell(a));
+        row.push(a.holder_pod.as_ref().map(|p| cell(&p.sentence(), None)).unwrap_or_default());
     }
     row
 }

@@ -1,5 +1,6 @@
 //! Renderers: a finished report and any writer in, text out. No fetching, no clock.
 
+pub mod doctor;
 pub mod fleet;
 pub mod gate;
 pub mod lease;

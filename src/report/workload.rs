@@ -216,7 +216,7 @@ impl WorkloadRun {
             },
             conditions: e.conditions.iter().map(|(t, c)| (t.clone(), condition_doc(c))).collect(),
             admission_checks: e.checks.iter().map(check_doc).collect(),
-            gate: e.gate.as_ref().map(chain_doc),
+            gate: e.gate.as_ref().zip(e.lease.as_ref()).map(|(c, l)| chain_doc(c, l)),
             lease: e.lease.as_ref().map(lease_doc),
             position: position_doc(&e.position),
             warnings: self.warnings.clone(),

@@ -21,6 +21,8 @@ var clientUsers = []struct{ name, group string }{
 	{"admin", "system:masters"},
 	{"viewer", "viewer"},
 	{"no-lease", "no-lease"},
+	{"no-pods", "no-pods"},
+	{"nobody", "nobody"},
 }
 
 // keyPair is a PEM certificate and its PEM (PKCS#8) private key.

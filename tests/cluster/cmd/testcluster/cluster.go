@@ -21,11 +21,11 @@ import (
 // State folder layout (DIR):
 //   env                   KUBECONFIG, DISPATCH_TEST_AUDIT_LOG, DISPATCH_TEST_STATE_DIR, APISERVER_URL,
 //                         DISPATCH_TEST_TOKEN_FILE
-//   kubeconfig            contexts admin (current), viewer, no-lease, token
+//   kubeconfig            contexts admin (current), viewer, no-lease, no-pods, nobody, token
 //   token                 token-user's bearer token (no newline); token-auth.csv, its --token-auth-file
 //   audit.log             kube-apiserver audit log (level Metadata, JSON lines)
 //   audit-policy.yaml
-//   pki/                  ca, apiserver serving cert, admin/viewer/no-lease client certs, sa.key
+//   pki/                  ca, apiserver serving cert, admin/viewer/no-lease/no-pods/nobody client certs, sa.key
 //   etcd/                 etcd data
 //   kube-apiserver.json   binary + arguments, for start-apiserver
 //   <name>.pid, <name>.log  for etcd, kube-apiserver, reaper

@@ -11,7 +11,7 @@ import (
 )
 
 // writeKubeconfig writes a kubeconfig with one cluster, user and context per client
-// user (admin, viewer, no-lease), all with embedded *-data fields, and one named token whose
+// user (admin, viewer, no-lease, no-pods, nobody), all with embedded *-data fields, and one named token whose
 // user is token-user by its bearer token (`token: ...`); admin is current.
 func writeKubeconfig(path, server string, p *pki, token string) error {
 	b64 := base64.StdEncoding.EncodeToString

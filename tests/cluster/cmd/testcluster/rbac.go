@@ -6,8 +6,10 @@ import (
 )
 
 // testBindings: namespace dispatch-system, then the plugin's ClusterRole bound to viewer,
-// token-user (the static-token user, same rights as viewer) and no-lease, and the Lease Role
-// bound to viewer and token-user only (no-lease must get a real 403).
+// token-user (the static-token user, same rights as viewer), no-lease and no-pods, the Lease
+// Role bound to viewer, token-user and no-pods (no-lease must get a real 403), and the holder's
+// pod Role bound to viewer and token-user only (no-pods reads the Lease but not its holder's
+// pod). nobody is bound to nothing at all.
 const testBindings = `apiVersion: v1
 kind: Namespace
 metadata:
@@ -31,6 +33,9 @@ subjects:
 - apiGroup: rbac.authorization.k8s.io
   kind: User
   name: no-lease
+- apiGroup: rbac.authorization.k8s.io
+  kind: User
+  name: no-pods
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
@@ -41,6 +46,26 @@ roleRef:
   apiGroup: rbac.authorization.k8s.io
   kind: Role
   name: kubectl-dispatch-lease-reader
+subjects:
+- apiGroup: rbac.authorization.k8s.io
+  kind: User
+  name: viewer
+- apiGroup: rbac.authorization.k8s.io
+  kind: User
+  name: token-user
+- apiGroup: rbac.authorization.k8s.io
+  kind: User
+  name: no-pods
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: kubectl-dispatch-holder-reader-test
+  namespace: dispatch-system
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: kubectl-dispatch-holder-reader
 subjects:
 - apiGroup: rbac.authorization.k8s.io
   kind: User

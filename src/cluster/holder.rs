@@ -1,0 +1,121 @@
+//! Reads the holder's pod and its node, beside the Lease. A 403 is a note ([`Fetched::Forbidden`])
+//! and a 404 a fact, as for every read; the verdict never waits on them.
+
+use std::time::Instant;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::Api;
+
+use super::connect::Connection;
+use super::failure::{Failure, classify};
+use crate::core::fetched::{Denied, Fetched};
+use crate::core::holder::{self, HolderFacts, NodeFacts, PodFacts, Termination};
+use crate::core::lease::{LeaseFacts, LeaseRef};
+use crate::error::Error;
+use crate::log::Log;
+
+/// The holder's pod (GET in the Lease's namespace) and, when it is on a node, that node (GET).
+/// `None` when there is no holder that names a pod.
+pub async fn read(
+    conn: &Connection,
+    lease: &LeaseRef,
+    fetched: &Fetched<LeaseFacts>,
+    log: &Log,
+) -> Result<Option<HolderFacts>, Error> {
+    let Some(name) = fetched.found().and_then(|f| f.holder()).and_then(holder::pod_name).map(|(name, _)| name) else {
+        return Ok(None);
+    };
+    let pods: Api<Pod> = Api::namespaced(conn.client.clone(), &lease.namespace);
+    let rule = format!("get pods in namespace {}", lease.namespace);
+    let pod =
+        get(conn, &pods, name, &format!("pod {}/{name}", lease.namespace), rule, log).await?.map(|p| pod_facts(&p));
+    let node_name = pod.found().and_then(|p| p.node.clone());
+    let node = match node_name {
+        Some(n) => {
+            let nodes: Api<Node> = Api::all(conn.client.clone());
+            let node = get(conn, &nodes, &n, &format!("node {n}"), "get nodes (cluster-wide)".into(), log).await?;
+            Some(node.map(|node| node_facts(&n, &node)))
+        }
+        None => None,
+    };
+    Ok(Some(HolderFacts { pod, node }))
+}
+
+async fn get<K>(
+    conn: &Connection,
+    api: &Api<K>,
+    name: &str,
+    what: &str,
+    rule: String,
+    log: &Log,
+) -> Result<Fetched<K>, Error>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let started = Instant::now();
+    let result = api.get(name).await;
+    let code = match &result {
+        Ok(_) => "200".to_string(),
+        Err(kube::Error::Api(s)) => s.code.to_string(),
+        Err(_) => "failed".into(),
+    };
+    log.info(6, &format!("GET {}/{name} {code} in {}ms", api.resource_url(), started.elapsed().as_millis()));
+    match result {
+        Ok(k) => Ok(Fetched::Found(k)),
+        Err(e) => match classify(e, conn, what) {
+            Failure::NotFound => Ok(Fetched::Missing),
+            Failure::Forbidden => Ok(Fetched::Forbidden(Denied { rule })),
+            Failure::Conversion(cause) => Err(Error::Api { action: format!("return {what}"), message: cause }),
+            Failure::Stop(e) => Err(e),
+        },
+    }
+}
+
+pub fn pod_facts(pod: &Pod) -> PodFacts {
+    let status = pod.status.clone().unwrap_or_default();
+    let containers = status.container_statuses.unwrap_or_default();
+    let ready = status
+        .conditions
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| c.type_ == "Ready")
+        .map(|c| (c.status, c.reason.filter(|r| !r.is_empty())));
+    let last_termination = containers
+        .iter()
+        .filter_map(|c| {
+            let t = c.last_state.as_ref()?.terminated.as_ref()?;
+            Some(Termination {
+                container: c.name.clone(),
+                reason: t.reason.clone().filter(|r| !r.is_empty()),
+                exit_code: t.exit_code,
+                finished: t.finished_at.as_ref().map(|f| f.0),
+            })
+        })
+        .max_by_key(|t| t.finished);
+    let waiting = containers
+        .iter()
+        .filter_map(|c| c.state.as_ref()?.waiting.as_ref()?.reason.clone())
+        .find(|r| !r.is_empty() && r != "ContainerCreating" && r != "PodInitializing");
+    PodFacts {
+        name: pod.metadata.name.clone().unwrap_or_default(),
+        uid: pod.metadata.uid.clone().unwrap_or_default(),
+        created: pod.metadata.creation_timestamp.as_ref().map(|t| t.0),
+        deleting: pod.metadata.deletion_timestamp.as_ref().map(|t| t.0),
+        phase: status.phase,
+        node: pod.spec.as_ref().and_then(|s| s.node_name.clone()).filter(|n| !n.is_empty()),
+        ready,
+        restarts: containers.iter().map(|c| c.restart_count).sum(),
+        last_termination,
+        waiting,
+    }
+}
+
+pub fn node_facts(name: &str, node: &Node) -> NodeFacts {
+    let ready = node
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+        .map(|c| (c.status.clone(), c.reason.clone().filter(|r| !r.is_empty())));
+    NodeFacts { name: name.into(), ready }
+}

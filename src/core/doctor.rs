@@ -1,0 +1,506 @@
+//! `doctor`: what this plugin and dispatch's adapter need, checked from the caller's identity,
+//! as findings judged from fetched facts at one `now`: the access reviews' answers, Kueue's
+//! served versions, the Lease's namespace, the Lease and its holder's pod.
+
+use k8s_openapi::jiff::Timestamp;
+
+use super::fetched::Fetched;
+use super::holder::{HolderFacts, PodState};
+use super::lease::{self, LeaseFacts, LeaseRef, LeaseState};
+
+/// One read the plugin (or the adapter) does, as an access review asks about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Access {
+    pub verb: &'static str,
+    /// The API group; "" for the core group.
+    pub group: &'static str,
+    pub resource: &'static str,
+    /// `None`: cluster-scoped, or every namespace.
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    /// What stops without it.
+    pub needed_by: &'static str,
+    /// Without it the gate or the plugin stops; otherwise only a note is lost.
+    pub required: bool,
+}
+
+impl Access {
+    /// `get leases.coordination.k8s.io "dispatch-admission" in namespace dispatch-system`.
+    pub fn rule(&self) -> String {
+        let resource =
+            if self.group.is_empty() { self.resource.to_string() } else { format!("{}.{}", self.resource, self.group) };
+        let name = self.name.as_deref().map(|n| format!(" {n:?}")).unwrap_or_default();
+        let scope = match (&self.namespace, cluster_scoped(self.resource)) {
+            (Some(ns), _) => format!(" in namespace {ns}"),
+            (None, true) => " (cluster-wide)".into(),
+            (None, false) => " in all namespaces".into(),
+        };
+        format!("{} {resource}{name}{scope}", self.verb)
+    }
+}
+
+fn cluster_scoped(resource: &str) -> bool {
+    matches!(resource, "clusterqueues" | "admissionchecks" | "nodes" | "namespaces")
+}
+
+/// Every read the plugin does, and the adapter's own get on the Lease. `namespace` is where
+/// the Workloads are read (`None` with `-A`).
+pub fn reads(lease: &LeaseRef, namespace: Option<&str>) -> Vec<Access> {
+    let at = |verb, group, resource, ns: Option<&str>, name: Option<&str>, needed_by, required| Access {
+        verb,
+        group,
+        resource,
+        namespace: ns.map(String::from),
+        name: name.map(String::from),
+        needed_by,
+        required,
+    };
+    let (lns, lname) = (Some(lease.namespace.as_str()), Some(lease.name.as_str()));
+    const KUEUE: &str = "kueue.x-k8s.io";
+    vec![
+        at("get", "coordination.k8s.io", "leases", lns, lname, "gate, lease, and the adapter's preflight", true),
+        at("list", "coordination.k8s.io", "leases", lns, lname, "lease --watch, gate --watch and --wait", true),
+        at("watch", "coordination.k8s.io", "leases", lns, lname, "lease --watch, gate --watch and --wait", true),
+        at("list", KUEUE, "clusterqueues", None, None, "gate (check 1)", true),
+        at("watch", KUEUE, "clusterqueues", None, None, "gate --watch and --wait", true),
+        at("list", KUEUE, "admissionchecks", None, None, "gate (checks 2 and 3)", true),
+        at("watch", KUEUE, "admissionchecks", None, None, "gate --watch and --wait", true),
+        at("list", KUEUE, "localqueues", namespace, None, "gate (a waiting Workload's ClusterQueue)", true),
+        at("list", KUEUE, "workloads", namespace, None, "gate (the waiting Workloads)", true),
+        at("watch", KUEUE, "workloads", namespace, None, "gate --watch and --wait", true),
+        at("get", KUEUE, "workloads", namespace, None, "workload NAME", true),
+        at("get", KUEUE, "localqueues", namespace, None, "workload NAME (its ClusterQueue)", true),
+        at(
+            "get",
+            "visibility.kueue.x-k8s.io",
+            "localqueues/pendingworkloads",
+            namespace,
+            None,
+            "workload NAME (its place in the queue, a note)",
+            false,
+        ),
+        at("get", "", "pods", lns, None, "the holder's pod (a note)", false),
+        at("get", "", "nodes", None, None, "the holder pod's node (a note)", false),
+        at("list", "", "namespaces", None, None, "completion of -n (a convenience)", false),
+    ]
+}
+
+/// An access review's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    Allowed,
+    /// Denied; the authorizer's reason when it gave one.
+    Denied(Option<String>),
+    /// The review itself could not be made (e.g. creating SelfSubjectAccessReviews is forbidden).
+    Unanswered(String),
+}
+
+/// Who the caller is, from a SelfSubjectReview.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub username: String,
+    pub groups: Vec<String>,
+}
+
+/// Kueue's API group as discovery and one read saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KueueServed {
+    /// The group is not served (Kueue is not installed).
+    NotServed,
+    /// Discovery of the group was refused (403).
+    Forbidden,
+    Served {
+        /// Every version served, as discovery lists them.
+        versions: Vec<String>,
+        /// The version the plugin reads (v1beta2, else v1beta1); `None` when neither is served.
+        reads: Option<String>,
+        /// Why the plugin reads another version than discovery chose (conversion webhook down).
+        fallback: Option<String>,
+        /// No version served could be read: the error.
+        error: Option<String>,
+    },
+}
+
+/// Everything the doctor reads.
+#[derive(Debug, Clone)]
+pub struct DoctorFacts {
+    /// `None` when the caller may not ask who it is (no SelfSubjectReview).
+    pub identity: Option<Identity>,
+    pub access: Vec<(Access, Answer)>,
+    pub kueue: KueueServed,
+    /// The Lease's namespace (a GET of the Namespace).
+    pub namespace: Fetched<()>,
+    pub lease: Fetched<LeaseFacts>,
+    pub holder: Option<HolderFacts>,
+}
+
+/// How a finding weighs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    Ok,
+    /// Worth knowing; stops nothing.
+    Warning,
+    /// Cannot tell.
+    Unknown,
+    /// Would stop the gate or the plugin.
+    Fail,
+}
+
+impl Level {
+    pub fn label(self) -> &'static str {
+        match self {
+            Level::Ok => "ok",
+            Level::Warning => "warning",
+            Level::Unknown => "unknown",
+            Level::Fail => "fail",
+        }
+    }
+}
+
+/// One line of the checklist.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    /// access, identity, kueue, namespace, lease, holder pod.
+    pub area: &'static str,
+    pub check: String,
+    pub level: Level,
+    pub detail: String,
+    /// For access findings: the read asked about.
+    pub access: Option<(Access, Answer)>,
+}
+
+/// The doctor's judgement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DoctorReport {
+    pub identity: Option<Identity>,
+    pub findings: Vec<Finding>,
+    /// The reads denied, in the order asked.
+    pub missing: Vec<Access>,
+    /// The RBAC objects that grant what is missing; `None` when nothing is.
+    pub rbac: Option<String>,
+    /// Fail when anything would stop the gate or the plugin, else Unknown when something
+    /// cannot be told, else Ok (warnings never count).
+    pub overall: Level,
+}
+
+/// Judges the facts at `now`.
+pub fn evaluate(lease_ref: &LeaseRef, facts: &DoctorFacts, now: Timestamp) -> DoctorReport {
+    let mut findings = Vec::new();
+    findings.push(identity_finding(facts.identity.as_ref()));
+    for (access, answer) in &facts.access {
+        findings.push(access_finding(access, answer));
+    }
+    findings.push(kueue_finding(&facts.kueue));
+    findings.push(namespace_finding(lease_ref, &facts.namespace, &facts.lease));
+    let assessment = lease::assess_with_holder(lease_ref, &facts.lease, facts.holder.as_ref(), now);
+    findings.push(lease_finding(lease_ref, &assessment.state));
+    if let Some(pod) = &assessment.holder_pod {
+        let level = match pod.state {
+            PodState::Ready { .. } => Level::Ok,
+            _ => Level::Warning,
+        };
+        findings.push(Finding {
+            area: "holder pod",
+            check: "the holder's pod runs".into(),
+            level,
+            detail: pod.sentence(),
+            access: None,
+        });
+    }
+    let missing: Vec<Access> =
+        facts.access.iter().filter(|(_, answer)| matches!(answer, Answer::Denied(_))).map(|(a, _)| a.clone()).collect();
+    let rbac = (!missing.is_empty()).then(|| rbac_yaml(&missing, facts.identity.as_ref()));
+    let overall = findings.iter().map(|f| f.level).filter(|l| *l != Level::Warning).max().unwrap_or(Level::Ok);
+    DoctorReport { identity: facts.identity.clone(), findings, missing, rbac, overall }
+}
+
+fn identity_finding(identity: Option<&Identity>) -> Finding {
+    let (level, detail) = match identity {
+        Some(id) if id.groups.is_empty() => (Level::Ok, id.username.clone()),
+        Some(id) => (Level::Ok, format!("{} (groups: {})", id.username, id.groups.join(", "))),
+        None => (
+            Level::Warning,
+            "may not create SelfSubjectReviews: the RBAC it prints names a placeholder user".to_string(),
+        ),
+    };
+    Finding { area: "identity", check: "who the checks run as".into(), level, detail, access: None }
+}
+
+fn access_finding(access: &Access, answer: &Answer) -> Finding {
+    let (level, detail) = match answer {
+        Answer::Allowed => (Level::Ok, format!("allowed; for {}", access.needed_by)),
+        Answer::Denied(reason) => {
+            let level = if access.required { Level::Fail } else { Level::Warning };
+            let why = reason.as_deref().filter(|r| !r.is_empty()).map(|r| format!(" ({r})")).unwrap_or_default();
+            (level, format!("denied{why}; needed by {}", access.needed_by))
+        }
+        Answer::Unanswered(why) => (Level::Unknown, format!("cannot tell: {why}")),
+    };
+    Finding { area: "access", check: access.rule(), level, detail, access: Some((access.clone(), answer.clone())) }
+}
+
+fn kueue_finding(kueue: &KueueServed) -> Finding {
+    let check = "Kueue's API versions agree with the plugin's".to_string();
+    let (level, detail) = match kueue {
+        KueueServed::NotServed => {
+            (Level::Fail, "kueue.x-k8s.io is not served: Kueue is not installed on this cluster".to_string())
+        }
+        KueueServed::Forbidden => {
+            (Level::Unknown, "cannot tell: may not read the discovery document /apis/kueue.x-k8s.io".to_string())
+        }
+        KueueServed::Served { versions, reads, fallback, error } => {
+            let served = format!("serves {}", versions.join(", "));
+            match (reads, fallback, error) {
+                (_, _, Some(error)) => (Level::Fail, format!("{served}; {error}")),
+                (None, _, _) => (Level::Fail, format!("{served}; the plugin reads v1beta2 or v1beta1")),
+                (Some(v), Some(why), None) => (Level::Warning, format!("{served}; the plugin reads {v}: {why}")),
+                (Some(v), None, None) => (Level::Ok, format!("{served}; the plugin reads {v}")),
+            }
+        }
+    };
+    Finding { area: "kueue", check, level, detail, access: None }
+}
+
+fn namespace_finding(lease_ref: &LeaseRef, namespace: &Fetched<()>, lease: &Fetched<LeaseFacts>) -> Finding {
+    let ns = &lease_ref.namespace;
+    let (level, detail) = match (namespace, lease) {
+        (Fetched::Found(()), _) => (Level::Ok, "exists".to_string()),
+        (Fetched::Missing, _) => (Level::Fail, format!("namespace {ns} does not exist")),
+        (Fetched::Forbidden(_), Fetched::Found(_)) => (Level::Ok, "exists (the Lease is in it)".to_string()),
+        (Fetched::Forbidden(d), _) => (Level::Unknown, format!("cannot tell: missing RBAC: {}", d.rule)),
+    };
+    Finding { area: "namespace", check: format!("the Lease's namespace {ns} exists"), level, detail, access: None }
+}
+
+fn lease_finding(lease_ref: &LeaseRef, state: &LeaseState) -> Finding {
+    let (level, detail) = match state {
+        LeaseState::Fresh { .. } => (Level::Ok, "fresh: the adapter writes".to_string()),
+        LeaseState::Forbidden { rule } => (Level::Unknown, format!("cannot tell: missing RBAC: {rule}")),
+        other => (Level::Fail, other.reason(lease_ref).unwrap_or_default()),
+    };
+    Finding { area: "lease", check: format!("Lease {lease_ref} is a live heartbeat"), level, detail, access: None }
+}
+
+/// The RBAC objects that grant `missing` to the caller, as YAML that `kubectl apply -f -`
+/// accepts: a ClusterRole and ClusterRoleBinding for the cluster-wide reads, a Role and
+/// RoleBinding per namespace for the others. The subject is the caller (a ServiceAccount when
+/// the username is one), else a placeholder to replace.
+pub fn rbac_yaml(missing: &[Access], identity: Option<&Identity>) -> String {
+    let username = identity.map(|i| i.username.as_str());
+    let object = format!("kubectl-dispatch-doctor-{}", slug(username.unwrap_or("user")));
+    let subject = subject_yaml(username.unwrap_or("REPLACE-WITH-THE-USER"));
+    let mut scopes: Vec<Option<String>> = Vec::new();
+    for a in missing {
+        if !scopes.contains(&a.namespace) {
+            scopes.push(a.namespace.clone());
+        }
+    }
+    scopes.sort();
+    let mut docs = Vec::new();
+    for scope in scopes {
+        let rules = rules_yaml(missing.iter().filter(|a| a.namespace == scope));
+        let (kind, binding, meta) = match &scope {
+            None => ("ClusterRole", "ClusterRoleBinding", format!("  name: {object}\n")),
+            Some(ns) => ("Role", "RoleBinding", format!("  name: {object}\n  namespace: {}\n", quote(ns))),
+        };
+        docs.push(format!("apiVersion: rbac.authorization.k8s.io/v1\nkind: {kind}\nmetadata:\n{meta}rules:\n{rules}"));
+        docs.push(format!(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: {binding}\nmetadata:\n{meta}roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: {kind}\n  name: {object}\nsubjects:\n{subject}"
+        ));
+    }
+    let header = match username {
+        Some(u) => format!("# What {u} lacks for kubectl-dispatch and the adapter; apply as an admin.\n"),
+        None => "# What the caller lacks for kubectl-dispatch and the adapter; replace the subject, then apply as an admin.\n"
+            .to_string(),
+    };
+    format!("{header}{}", docs.join("---\n"))
+}
+
+/// One RBAC rule being built: a (group, resource, name) and the verbs and needs that ask for it.
+struct Rule<'a> {
+    group: &'a str,
+    resource: &'a str,
+    name: Option<&'a str>,
+    verbs: Vec<&'a str>,
+    needed_by: Vec<&'a str>,
+}
+
+/// Rules for one scope: one per (group, resource, name), with the verbs in the order asked,
+/// each after a comment that says what needs it.
+fn rules_yaml<'a>(accesses: impl Iterator<Item = &'a Access>) -> String {
+    let mut rules: Vec<Rule<'a>> = Vec::new();
+    for a in accesses {
+        let i = match rules
+            .iter()
+            .position(|r| (r.group, r.resource, r.name) == (a.group, a.resource, a.name.as_deref()))
+        {
+            Some(i) => i,
+            None => {
+                rules.push(Rule {
+                    group: a.group,
+                    resource: a.resource,
+                    name: a.name.as_deref(),
+                    verbs: Vec::new(),
+                    needed_by: Vec::new(),
+                });
+                rules.len() - 1
+            }
+        };
+        let rule = &mut rules[i];
+        if !rule.verbs.contains(&a.verb) {
+            rule.verbs.push(a.verb);
+        }
+        if !rule.needed_by.contains(&a.needed_by) {
+            rule.needed_by.push(a.needed_by);
+        }
+    }
+    let mut out = String::new();
+    for rule in rules {
+        out += &format!("# for {}\n", rule.needed_by.join("; "));
+        out += &format!("- apiGroups: [{}]\n  resources: [{}]\n", quote(rule.group), quote(rule.resource));
+        if let Some(name) = rule.name {
+            out += &format!("  resourceNames: [{}]\n", quote(name));
+        }
+        let verbs: Vec<String> = rule.verbs.iter().map(|v| quote(v)).collect();
+        out += &format!("  verbs: [{}]\n", verbs.join(", "));
+    }
+    out
+}
+
+fn subject_yaml(username: &str) -> String {
+    let parts: Vec<&str> = username.splitn(4, ':').collect();
+    match parts[..] {
+        ["system", "serviceaccount", ns, name] if !ns.is_empty() && !name.is_empty() => {
+            format!("- kind: ServiceAccount\n  name: {}\n  namespace: {}\n", quote(name), quote(ns))
+        }
+        _ => format!("- apiGroup: rbac.authorization.k8s.io\n  kind: User\n  name: {}\n", quote(username)),
+    }
+}
+
+/// A YAML scalar, double-quoted (a JSON string is a YAML one).
+fn quote(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}
+
+/// A name fit for an object's name: lower case, `[a-z0-9-]`, at most 63 characters.
+fn slug(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars().flat_map(char::to_lowercase) {
+        let c = if c.is_ascii_alphanumeric() { c } else { '-' };
+        if !(c == '-' && (out.is_empty() || out.ends_with('-'))) {
+            out.push(c);
+        }
+    }
+    let out: String = out.chars().take(63).collect();
+    let out = out.trim_end_matches('-').to_string();
+    if out.is_empty() { "user".into() } else { out }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::fetched::Denied;
+    use k8s_openapi::jiff::SignedDuration;
+
+    fn now() -> Timestamp {
+        "2026-11-30T12:00:00Z".parse().unwrap()
+    }
+
+    fn facts(answer: impl Fn(&Access) -> Answer) -> DoctorFacts {
+        let access = reads(&LeaseRef::default(), Some("team-a")).into_iter().map(|a| (a.clone(), answer(&a))).collect();
+        DoctorFacts {
+            identity: Some(Identity { username: "alice".into(), groups: vec!["system:authenticated".into()] }),
+            access,
+            kueue: KueueServed::Served {
+                versions: vec!["v1beta2".into(), "v1beta1".into()],
+                reads: Some("v1beta2".into()),
+                fallback: None,
+                error: None,
+            },
+            namespace: Fetched::Found(()),
+            lease: Fetched::Found(LeaseFacts {
+                holder: Some("ctl-0_x".into()),
+                renew_time: Some(now() - SignedDuration::from_secs(2)),
+                acquire_time: None,
+                duration_seconds: Some(15),
+                transitions: None,
+            }),
+            holder: None,
+        }
+    }
+
+    #[test]
+    fn all_allowed_is_ok_and_asks_nothing() {
+        let r = evaluate(&LeaseRef::default(), &facts(|_| Answer::Allowed), now());
+        assert_eq!(r.overall, Level::Ok);
+        assert!(r.rbac.is_none() && r.missing.is_empty());
+        assert_eq!(
+            r.findings[1].check,
+            "get leases.coordination.k8s.io \"dispatch-admission\" in namespace dispatch-system"
+        );
+        assert_eq!(r.findings[4].check, "list clusterqueues.kueue.x-k8s.io (cluster-wide)");
+        assert_eq!(r.findings[8].check, "list localqueues.kueue.x-k8s.io in namespace team-a");
+    }
+
+    #[test]
+    fn a_denied_optional_read_is_a_warning_and_a_required_one_fails() {
+        let pods_only = |a: &Access| if a.resource == "pods" { Answer::Denied(None) } else { Answer::Allowed };
+        let r = evaluate(&LeaseRef::default(), &facts(pods_only), now());
+        assert_eq!(r.overall, Level::Ok);
+        assert_eq!(r.missing.len(), 1);
+        let yaml = r.rbac.unwrap();
+        assert!(yaml.contains("kind: Role\nmetadata:\n  name: kubectl-dispatch-doctor-alice\n  namespace: \"dispatch-system\"\nrules:\n# for the holder's pod (a note)\n- apiGroups: [\"\"]\n  resources: [\"pods\"]\n  verbs: [\"get\"]\n"), "{yaml}");
+        let leases =
+            |a: &Access| if a.resource == "leases" { Answer::Denied(Some("no".into())) } else { Answer::Allowed };
+        let r = evaluate(&LeaseRef::default(), &facts(leases), now());
+        assert_eq!(r.overall, Level::Fail);
+        let yaml = r.rbac.unwrap();
+        assert!(yaml.contains("  resources: [\"leases\"]\n  resourceNames: [\"dispatch-admission\"]\n  verbs: [\"get\", \"list\", \"watch\"]\n"), "{yaml}");
+    }
+
+    #[test]
+    fn an_unanswered_review_is_unknown_unless_something_fails() {
+        let r = evaluate(&LeaseRef::default(), &facts(|_| Answer::Unanswered("forbidden".into())), now());
+        assert_eq!(r.overall, Level::Unknown);
+        let mut f = facts(|_| Answer::Unanswered("forbidden".into()));
+        f.namespace = Fetched::Missing;
+        assert_eq!(evaluate(&LeaseRef::default(), &f, now()).overall, Level::Fail);
+    }
+
+    #[test]
+    fn kueue_namespace_and_lease() {
+        let mut f = facts(|_| Answer::Allowed);
+        f.kueue = KueueServed::NotServed;
+        f.lease = Fetched::Forbidden(Denied { rule: "get leases".into() });
+        f.namespace = Fetched::Forbidden(Denied { rule: "get namespaces".into() });
+        let r = evaluate(&LeaseRef::default(), &f, now());
+        let level = |area: &str| r.findings.iter().find(|x| x.area == area).unwrap().level;
+        assert_eq!((level("kueue"), level("namespace"), level("lease")), (Level::Fail, Level::Unknown, Level::Unknown));
+        f.lease = Fetched::Missing;
+        let r = evaluate(&LeaseRef::default(), &f, now());
+        let lease = r.findings.iter().find(|x| x.area == "lease").unwrap();
+        assert_eq!(
+            (lease.level, lease.detail.as_str()),
+            (Level::Fail, "Lease dispatch-system/dispatch-admission does not exist")
+        );
+    }
+
+    #[test]
+    fn the_subject_is_the_caller_a_service_account_or_a_placeholder() {
+        let missing = vec![reads(&LeaseRef::default(), None).remove(3)];
+        let sa = Identity { username: "system:serviceaccount:dispatch-system:adapter".into(), groups: vec![] };
+        let yaml = rbac_yaml(&missing, Some(&sa));
+        assert!(
+            yaml.contains("- kind: ServiceAccount\n  name: \"adapter\"\n  namespace: \"dispatch-system\"\n"),
+            "{yaml}"
+        );
+        assert!(
+            yaml.contains("name: kubectl-dispatch-doctor-system-serviceaccount-dispatch-system-adapter\n"),
+            "{yaml}"
+        );
+        let yaml = rbac_yaml(&missing, None);
+        assert!(yaml.contains("  kind: User\n  name: \"REPLACE-WITH-THE-USER\"\n"), "{yaml}");
+        assert!(yaml.contains("kind: ClusterRoleBinding\nmetadata:\n  name: kubectl-dispatch-doctor-user\n"), "{yaml}");
+        assert_eq!(slug("Alice@Example.COM"), "alice-example-com");
+    }
+}

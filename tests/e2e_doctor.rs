@@ -1,0 +1,300 @@
+//! `kubectl dispatch doctor` on the real cluster, through the real kubectl, as the harness's
+//! users: viewer (what deploy/rbac.yaml grants), no-lease, no-pods, nobody (no rights at all),
+//! and impersonated identities. Its access answers are checked against `kubectl auth can-i`,
+//! and the RBAC it prints is applied with kubectl to prove that it applies and suffices.
+
+mod support;
+
+use std::sync::OnceLock;
+
+use support::pods::{self, Container};
+use support::{Cluster, Run, fixtures, unique};
+
+/// The default Lease, fresh for an hour, held by a running pod on a Ready node; once per run.
+fn cluster() -> &'static Cluster {
+    static READY: OnceLock<()> = OnceLock::new();
+    let c = Cluster::shared();
+    READY.get_or_init(|| {
+        pods::namespace_for_pods(c, "dispatch-system");
+        c.apply(&pods::node("doctor-node", "True", "KubeletReady"));
+        c.apply(&pods::pod(
+            "dispatch-system",
+            "dispatch-admission-5c7d9-q2x4z",
+            "doctor-node",
+            Container::Ready { restarts: 0 },
+        ));
+        let uid = pods::uid(c, "dispatch-system", "dispatch-admission-5c7d9-q2x4z");
+        let holder = format!("dispatch-admission-5c7d9-q2x4z_{uid}");
+        c.apply(&fixtures::lease("dispatch-system", "dispatch-admission", Some(&holder), Some(1), Some(3600)));
+    });
+    c
+}
+
+fn doctor(c: &Cluster, args: &[&str]) -> Run {
+    let mut full = vec!["doctor"];
+    full.extend_from_slice(args);
+    c.dispatch(&full)
+}
+
+fn finding<'a>(v: &'a serde_json::Value, check: &str) -> &'a serde_json::Value {
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["check"] == check)
+        .unwrap_or_else(|| panic!("no finding {check:?} in {v:#}"))
+}
+
+fn results(v: &serde_json::Value, area: &str) -> Vec<(String, String)> {
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["area"] == area)
+        .map(|f| (f["check"].as_str().unwrap().to_string(), f["result"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+/// `kubectl auth can-i` for an access finding, with the same context: the oracle.
+fn can_i(c: &Cluster, context: &str, access: &serde_json::Value) -> bool {
+    let resource = match access["group"].as_str().unwrap() {
+        "" => access["resource"].as_str().unwrap().to_string(),
+        group => format!("{}.{group}", access["resource"].as_str().unwrap()),
+    };
+    let target = match access["name"].as_str() {
+        Some(name) => format!("{resource}/{name}"),
+        None => resource,
+    };
+    let mut args = vec!["auth", "can-i", "--context", context, access["verb"].as_str().unwrap(), &target];
+    let ns = access["namespace"].as_str().map(String::from);
+    match &ns {
+        Some(ns) => args.extend(["-n", ns.as_str()]),
+        None if !["clusterqueues", "admissionchecks", "nodes", "namespaces"]
+            .contains(&access["resource"].as_str().unwrap()) =>
+        {
+            args.push("-A")
+        }
+        None => {}
+    }
+    let out = c.kubectl(&args, None);
+    match String::from_utf8_lossy(&out.stdout).trim() {
+        "yes" => true,
+        "no" => false,
+        other => panic!("kubectl auth can-i {args:?}: {other:?} {}", String::from_utf8_lossy(&out.stderr)),
+    }
+}
+
+#[test]
+fn the_viewer_has_what_the_plugin_needs_as_kubectl_auth_can_i_agrees() {
+    let c = cluster();
+    let table = doctor(c, &["--context", "viewer"]);
+    table.expect_code(0);
+    table.expect_line("Doctor: all well: the plugin and the adapter have what they need (1 warning)");
+    assert_eq!(table.lines()[0].split_whitespace().collect::<Vec<_>>(), ["AREA", "CHECK", "RESULT", "DETAIL"]);
+
+    let json = doctor(c, &["--context", "viewer", "-o", "json"]);
+    json.expect_code(0);
+    let v = json.json();
+    assert_eq!((v["kind"].as_str(), v["result"].as_str()), (Some("DoctorReport"), Some("ok")));
+    assert_eq!(v["identity"]["username"], "viewer");
+    assert_eq!(v["context"], "viewer");
+    // Only the convenience of completing -n is missing; deploy/rbac.yaml leaves it out.
+    let missing: Vec<&str> = v["missingRbac"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
+    assert_eq!(missing, ["list namespaces (cluster-wide)"]);
+    for f in v["findings"].as_array().unwrap().iter().filter(|f| f["area"] == "access") {
+        let allowed = f["access"]["answer"] == "allowed";
+        assert_eq!(allowed, can_i(c, "viewer", &f["access"]), "doctor and kubectl auth can-i disagree: {f:#}");
+    }
+    let kueue = finding(&v, "Kueue's API versions agree with the plugin's");
+    assert_eq!(kueue["detail"], "serves v1beta2, v1beta1; the plugin reads v1beta2");
+    let lease = finding(&v, "Lease dispatch-system/dispatch-admission is a live heartbeat");
+    assert_eq!(lease["result"], "ok");
+    let ns = finding(&v, "the Lease's namespace dispatch-system exists");
+    assert_eq!((ns["result"].as_str(), ns["detail"].as_str()), (Some("ok"), Some("exists (the Lease is in it)")));
+    let pod = finding(&v, "the holder's pod runs");
+    assert_eq!(pod["detail"], "pod dispatch-admission-5c7d9-q2x4z is running and ready on node doctor-node");
+
+    // YAML is the same document.
+    let yaml = doctor(c, &["--context", "viewer", "-o", "yaml"]);
+    yaml.expect_code(0);
+    let mut from_yaml: serde_json::Value = serde_saphyr::from_str(&yaml.stdout).unwrap();
+    let mut from_json = v.clone();
+    for d in [&mut from_yaml, &mut from_json] {
+        d["evaluatedAt"] = serde_json::Value::Null;
+        d["findings"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .filter(|f| f["area"] == "lease")
+            .for_each(|f| f["detail"] = "".into());
+    }
+    assert_eq!(from_yaml, from_json);
+}
+
+#[test]
+fn no_lease_is_told_the_rules_to_add() {
+    let c = cluster();
+    let run = doctor(c, &["--context", "no-lease", "-o", "json"]);
+    run.expect_code(3);
+    let v = run.json();
+    assert_eq!(v["result"], "fail");
+    let missing: Vec<&str> = v["missingRbac"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
+    assert_eq!(
+        missing,
+        [
+            "get leases.coordination.k8s.io \"dispatch-admission\" in namespace dispatch-system",
+            "list leases.coordination.k8s.io \"dispatch-admission\" in namespace dispatch-system",
+            "watch leases.coordination.k8s.io \"dispatch-admission\" in namespace dispatch-system",
+            "get pods in namespace dispatch-system",
+            "list namespaces (cluster-wide)",
+        ]
+    );
+    let lease = finding(&v, "Lease dispatch-system/dispatch-admission is a live heartbeat");
+    assert_eq!(lease["result"], "unknown");
+    let rbac = v["rbac"].as_str().unwrap();
+    assert!(rbac.contains("kind: User\n  name: \"no-lease\"\n"), "{rbac}");
+    assert!(
+        rbac.contains("  resourceNames: [\"dispatch-admission\"]\n  verbs: [\"get\", \"list\", \"watch\"]\n"),
+        "{rbac}"
+    );
+    let table = doctor(c, &["--context", "no-lease"]);
+    table.expect_code(3);
+    table.expect_line("Doctor: fail: 3 findings would stop the gate or the plugin (2 warnings)");
+    assert!(table.stdout.contains("\nTo grant what is missing, an admin applies this (kubectl dispatch doctor --rbac | kubectl apply -f -):\n\n# What no-lease lacks"), "{}", table.stdout);
+    // --no-headers: nothing but rows on stdout.
+    let rows = doctor(c, &["--context", "no-lease", "--no-headers"]);
+    rows.expect_code(3);
+    assert!(rows.lines().iter().all(|l| l.split_whitespace().count() >= 4), "{}", rows.stdout);
+    assert!(rows.stderr.starts_with("Doctor: fail: "), "{}", rows.stderr);
+}
+
+#[test]
+fn nobody_applies_the_rbac_it_prints_and_then_passes() {
+    let c = cluster();
+    let before = doctor(c, &["--context", "nobody", "-o", "json"]);
+    before.expect_code(3);
+    let v = before.json();
+    assert_eq!(v["identity"]["username"], "nobody");
+    for (check, result) in results(&v, "access") {
+        assert_ne!(result, "ok", "nobody may {check}");
+    }
+    let rbac = doctor(c, &["--context", "nobody", "--rbac"]);
+    rbac.expect_code(3);
+    assert_eq!(rbac.stdout, v["rbac"].as_str().unwrap());
+    let applied = c.kubectl_ok(&["apply", "-f", "-"], Some(&rbac.stdout));
+    assert!(
+        applied.contains("clusterrolebinding.rbac.authorization.k8s.io/kubectl-dispatch-doctor-nobody created"),
+        "{applied}"
+    );
+    let after = doctor(c, &["--context", "nobody", "-o", "json"]);
+    after.expect_code(0);
+    let v = after.json();
+    assert_eq!(v["result"], "ok");
+    assert!(v["missingRbac"].as_array().unwrap().is_empty() && v["rbac"].is_null(), "{v:#}");
+    for (check, result) in results(&v, "access") {
+        assert_eq!(result, "ok", "{check}");
+    }
+    // And the plugin itself now works as nobody.
+    let gate = c.dispatch(&["lease", "--context", "nobody"]);
+    gate.expect_code(0);
+    let quiet = doctor(c, &["--context", "nobody", "--rbac"]);
+    quiet.expect_code(0);
+    assert_eq!((quiet.stdout.as_str(), quiet.stderr.as_str()), ("", "Nothing to grant: every read is allowed.\n"));
+}
+
+/// --as checks as whom the caller says: the adapter's ServiceAccount gets a ServiceAccount
+/// subject, and once that is applied its get on the Lease is allowed.
+#[test]
+fn as_the_adapters_service_account() {
+    let c = cluster();
+    let sa = unique("adapter");
+    let who = format!("system:serviceaccount:dispatch-system:{sa}");
+    let run = doctor(c, &["--as", &who, "-o", "json"]);
+    run.expect_code(3);
+    let v = run.json();
+    assert_eq!(v["identity"]["username"], who.as_str());
+    let get = "get leases.coordination.k8s.io \"dispatch-admission\" in namespace dispatch-system";
+    assert_eq!(finding(&v, get)["result"], "fail");
+    assert!(
+        finding(&v, get)["detail"].as_str().unwrap().ends_with("needed by gate, lease, and the adapter's preflight")
+    );
+    let rbac = v["rbac"].as_str().unwrap();
+    assert!(
+        rbac.contains(&format!("- kind: ServiceAccount\n  name: \"{sa}\"\n  namespace: \"dispatch-system\"\n")),
+        "{rbac}"
+    );
+    c.kubectl_ok(&["apply", "-f", "-"], Some(rbac));
+    let v = doctor(c, &["--as", &who, "-o", "json"]).json();
+    assert_eq!(finding(&v, get)["result"], "ok");
+    assert_eq!(v["result"], "ok");
+}
+
+/// system:anonymous may not even ask: every check is unknown, exit 4.
+#[test]
+fn an_identity_that_may_not_ask_cannot_tell() {
+    let c = cluster();
+    let run = doctor(c, &["--as", "system:anonymous"]);
+    run.expect_code(4);
+    assert!(run.stdout.lines().any(|l| l.starts_with("Doctor: cannot tell: ")), "{}", run.stdout);
+    let v = doctor(c, &["--as", "system:anonymous", "-o", "json"]).json();
+    assert_eq!(v["result"], "unknown");
+    assert!(v["identity"].is_null());
+    assert_eq!(
+        finding(&v, "list clusterqueues.kueue.x-k8s.io (cluster-wide)")["detail"],
+        "cannot tell: may not create selfsubjectaccessreviews.authorization.k8s.io"
+    );
+    assert_eq!(finding(&v, "Kueue's API versions agree with the plugin's")["result"], "unknown");
+}
+
+#[test]
+fn a_lease_namespace_that_does_not_exist_fails() {
+    let c = cluster();
+    let ns = unique("nowhere");
+    let lease = format!("{ns}/ctl");
+    let v = doctor(c, &["--lease", &lease, "-o", "json"]).json();
+    assert_eq!(v["result"], "fail");
+    let f = finding(&v, &format!("the Lease's namespace {ns} exists"));
+    assert_eq!(
+        (f["result"].as_str(), f["detail"].clone()),
+        (Some("fail"), format!("namespace {ns} does not exist").into())
+    );
+    doctor(c, &["--lease", &lease]).expect_code(3);
+}
+
+/// The doctor's only requests that are not reads are the two reviews, which store nothing.
+#[test]
+fn the_doctor_writes_nothing_but_reviews() {
+    let c = cluster();
+    doctor(c, &["--context", "viewer"]).expect_code(0);
+    let log = std::fs::read_to_string(c.audit_log()).expect("audit log");
+    let mut reviews = 0;
+    for line in log.lines() {
+        let event: serde_json::Value = serde_json::from_str(line).expect("audit line is JSON");
+        if !event["userAgent"].as_str().unwrap_or_default().starts_with("kubectl-dispatch/") {
+            continue;
+        }
+        let verb = event["verb"].as_str().unwrap_or_default();
+        let resource = event["objectRef"]["resource"].as_str().unwrap_or_default();
+        if ["get", "list", "watch"].contains(&verb) {
+            continue;
+        }
+        assert_eq!(verb, "create", "{line}");
+        assert!(["selfsubjectaccessreviews", "selfsubjectreviews"].contains(&resource), "{line}");
+        reviews += 1;
+    }
+    assert!(reviews >= 14, "only {reviews} reviews in the audit log");
+}
+
+#[test]
+fn without_kueue_the_doctor_says_so() {
+    let c = Cluster::start("none");
+    let run = c.dispatch(&["doctor", "-o", "json"]);
+    run.expect_code(3);
+    let v = run.json();
+    let kueue = finding(&v, "Kueue's API versions agree with the plugin's");
+    assert_eq!(
+        (kueue["result"].as_str(), kueue["detail"].as_str()),
+        (Some("fail"), Some("kueue.x-k8s.io is not served: Kueue is not installed on this cluster"))
+    );
+    c.stop();
+}
