@@ -6,6 +6,7 @@ pub mod gate;
 pub mod heartbeat;
 pub mod kueue;
 pub mod lease;
+pub mod link;
 pub mod skew;
 pub mod verdict;
 pub mod waiting;
