@@ -9,6 +9,7 @@
 pub mod controller;
 pub mod elector;
 pub mod fixtures;
+pub mod forward;
 pub mod kueue;
 pub mod proxy;
 pub mod shapes;
@@ -53,6 +54,12 @@ impl Cluster {
     /// the version, its webhooks registered (see `support::kueue`).
     pub fn start_with_kueue_manager(version: &str) -> Cluster {
         Cluster::start_with(version, &["--kueue-manager"])
+    }
+
+    /// A new cluster whose kube-apiserver serves Lease watches from etcd rather than its watch
+    /// cache, so a watch resumed at a revision etcd compacted gets etcd's 410 Gone.
+    pub fn start_without_lease_watch_cache() -> Cluster {
+        Cluster::start_with("v0.17.0", &["--no-lease-watch-cache"])
     }
 
     fn start_with(kueue: &str, extra: &[&str]) -> Cluster {
@@ -100,6 +107,16 @@ impl Cluster {
 
     pub fn start_apiserver(&self) {
         self.harness("start-apiserver");
+    }
+
+    /// Compacts etcd past every resourceVersion handed out so far (`testcluster compact`).
+    pub fn compact(&self) {
+        self.harness("compact");
+    }
+
+    /// `https://127.0.0.1:PORT` of the kube-apiserver.
+    pub fn apiserver_url(&self) -> &str {
+        &self.env["APISERVER_URL"]
     }
 
     pub fn stop(&self) {

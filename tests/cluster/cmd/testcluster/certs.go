@@ -21,6 +21,7 @@ var clientUsers = []struct{ name, group string }{
 	{"admin", "system:masters"},
 	{"viewer", "viewer"},
 	{"no-lease", "no-lease"},
+	{"lease-get", "lease-get"},
 }
 
 // keyPair is a PEM certificate and its PEM (PKCS#8) private key.

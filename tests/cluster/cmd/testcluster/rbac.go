@@ -6,8 +6,10 @@ import (
 )
 
 // testBindings: namespace dispatch-system, then the plugin's ClusterRole bound to viewer,
-// token-user (the static-token user, same rights as viewer) and no-lease, and the Lease Role
-// bound to viewer and token-user only (no-lease must get a real 403).
+// token-user (the static-token user, same rights as viewer), no-lease and lease-get, the
+// Lease Role bound to viewer and token-user only (no-lease must get a real 403), and for
+// lease-get a Role granting only get on the Leases of dispatch-system, as the adapter itself
+// is granted (list and watch answer 403, get 200).
 const testBindings = `apiVersion: v1
 kind: Namespace
 metadata:
@@ -31,6 +33,33 @@ subjects:
 - apiGroup: rbac.authorization.k8s.io
   kind: User
   name: no-lease
+- apiGroup: rbac.authorization.k8s.io
+  kind: User
+  name: lease-get
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: lease-get-only-test
+  namespace: dispatch-system
+rules:
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["get"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: lease-get-only-test
+  namespace: dispatch-system
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: lease-get-only-test
+subjects:
+- apiGroup: rbac.authorization.k8s.io
+  kind: User
+  name: lease-get
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
