@@ -16,7 +16,7 @@ import (
 // cmdCompact compacts the cluster's etcd at a new revision, through etcd's own HTTP gateway
 // to its v3 API (no etcd client library, so tests/cluster/go.mod gains nothing): a put moves
 // the revision past every resourceVersion handed out so far, and a physical compaction at it
-// removes them all.
+// removes them all (a watch from any of them, which reads from the next revision, too).
 func cmdCompact(dir string) int {
 	if err := checkStateDir(dir); err != nil {
 		return fail("%v", err)
@@ -32,8 +32,12 @@ func cmdCompact(dir string) int {
 			Revision string `json:"revision"`
 		} `json:"header"`
 	}
-	if err := etcdCall(url+"/v3/kv/put", map[string]any{"key": key, "value": value}, &put); err != nil {
-		return fail("compact: put: %v", err)
+	// Two writes: a watch from resourceVersion R reads from revision R+1, so the compaction
+	// must pass R+1 for the last R handed out.
+	for range 2 {
+		if err := etcdCall(url+"/v3/kv/put", map[string]any{"key": key, "value": value}, &put); err != nil {
+			return fail("compact: put: %v", err)
+		}
 	}
 	if put.Header.Revision == "" {
 		return fail("compact: etcd returned no revision")

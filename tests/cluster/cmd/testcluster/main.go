@@ -35,9 +35,9 @@ const usage = `usage:
   testcluster stop --state-dir DIR              tear down and remove DIR (idempotent)
   testcluster kill-apiserver --state-dir DIR    SIGKILL kube-apiserver and wait for it
   testcluster start-apiserver --state-dir DIR   start kube-apiserver again, wait until ready
-  testcluster compact --state-dir DIR           write one key to etcd (the revision moves on),
-      then compact etcd at that revision: every older resourceVersion is gone (a watch or a
-      list's continue token from before answers 410 Gone); prints the revision
+  testcluster compact --state-dir DIR           write a key to etcd twice (the revision moves on),
+      then compact etcd at that revision: every resourceVersion handed out before is gone (a
+      watch from one, or a list's continue token, answers 410 Gone); prints the revision
   testcluster stop-kueue-manager --state-dir DIR    stop Kueue's manager (SIGTERM) and wait for it
   testcluster start-kueue-manager --state-dir DIR   start it again, wait until ready
   testcluster build-kueue-manager VERSION...    build Kueue's manager for each VERSION into the cache
