@@ -188,12 +188,12 @@ fn three_apiserver_restarts_on_a_quiet_lease_are_each_said_and_ended_and_stale_c
 
 #[test]
 fn an_etcd_compaction_past_the_watch_is_one_relist_and_the_rows_continue() {
-    // Lease watches served from etcd (not the watch cache), the plugin's connection through a
+    // Watches served from etcd (not the watch cache), the plugin's connection through a
     // forwarder that can cut it while the API server keeps running. Cut once with nothing
     // compacted: the watch resumes where it was, no relist. Then compact etcd past the
     // watch's resourceVersion and cut again: the resumed watch gets etcd's 410, the plugin
     // says so, relists once, and the rows go on.
-    let c: &'static Cluster = Box::leak(Box::new(Cluster::start_without_lease_watch_cache()));
+    let c: &'static Cluster = Box::leak(Box::new(Cluster::start_without_watch_cache()));
     let s = Scenario::new("w-compact");
     leased(c, &s);
     let port = c.apiserver_url().trim_start_matches("https://").to_string();

@@ -1,7 +1,9 @@
 //! `kubectl dispatch lease --watch`: one watch on the one Lease, plus a timer set for the
 //! moment it goes stale. A Lease nobody renews sends no events, so the timer, not the server,
 //! reports "stale". Faults (a closed watch, 410, an apiserver restart, a lost connection, a
-//! forbidden watch) are survived: kube's watcher reconnects, with a capped backoff.
+//! forbidden watch) are survived: `cluster::watch` reconnects with a capped backoff, relists
+//! after a 410, or polls with get; `core::link` turns what the connection did into the lines
+//! on stderr and the status line.
 
 use std::future::Future;
 use std::io::Write;
@@ -39,7 +41,7 @@ pub async fn run(
     }
 }
 
-/// The watch loop, over any stream of updates (kube's watcher in the product, a script in
+/// The watch loop, over any stream of updates (`cluster::watch::lease` in the product, a script in
 /// tests) and any shutdown signal. Ends on shutdown, on `--until`, on `--timeout`, or when
 /// stdout is closed.
 pub async fn follow(

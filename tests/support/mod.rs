@@ -56,10 +56,11 @@ impl Cluster {
         Cluster::start_with(version, &["--kueue-manager"])
     }
 
-    /// A new cluster whose kube-apiserver serves Lease watches from etcd rather than its watch
-    /// cache, so a watch resumed at a revision etcd compacted gets etcd's 410 Gone.
-    pub fn start_without_lease_watch_cache() -> Cluster {
-        Cluster::start_with("v0.17.0", &["--no-lease-watch-cache"])
+    /// A new cluster whose kube-apiserver serves lists and watches from etcd rather than its
+    /// watch cache, so a watch resumed at a revision etcd compacted, or a continue token from
+    /// before a compaction, gets etcd's 410 Gone.
+    pub fn start_without_watch_cache() -> Cluster {
+        Cluster::start_with("v0.17.0", &["--no-watch-cache"])
     }
 
     fn start_with(kueue: &str, extra: &[&str]) -> Cluster {

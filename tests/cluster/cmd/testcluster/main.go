@@ -26,12 +26,13 @@ const usage = `usage:
       DISPATCH_TEST_STATE_DIR, APISERVER_URL and DISPATCH_TEST_TOKEN_FILE set, tear down,
       exit with CMD's status
       (125 if the cluster failed to start; 130/143 on SIGINT/SIGTERM).
-  testcluster start --state-dir DIR [--kueue VERSION] [--kueue-manager] [--owner-pid PID] [--no-lease-watch-cache]
+  testcluster start --state-dir DIR [--kueue VERSION] [--kueue-manager] [--owner-pid PID] [--no-watch-cache]
       start a cluster living in DIR (new or empty), write DIR/env, return once ready. The
       processes outlive this command; with --owner-pid the cluster is torn down and DIR
-      removed within about a second after PID exits. --no-lease-watch-cache: kube-apiserver
-      serves Lease watches from etcd, not from its watch cache (--watch-cache-sizes=
-      leases.coordination.k8s.io#0), so a watch resumed at a compacted revision gets etcd's 410.
+      removed within about a second after PID exits. --no-watch-cache: kube-apiserver serves
+      every list and watch from etcd, not from its watch cache (--watch-cache=false), so a
+      watch resumed at a compacted revision, or a list's continue token from before a
+      compaction, gets etcd's 410.
   testcluster stop --state-dir DIR              tear down and remove DIR (idempotent)
   testcluster kill-apiserver --state-dir DIR    SIGKILL kube-apiserver and wait for it
   testcluster start-apiserver --state-dir DIR   start kube-apiserver again, wait until ready
@@ -78,7 +79,7 @@ func realMain(args []string) int {
 	kueue := fs.String("kueue", defaultKueue, "Kueue version for the CRDs, or none")
 	manager := fs.Bool("kueue-manager", false, "also run Kueue's own controller manager")
 	owner := fs.Int("owner-pid", 0, "tear down when this process exits")
-	noLeaseCache := fs.Bool("no-lease-watch-cache", false, "serve Lease watches from etcd, not the watch cache")
+	noCache := fs.Bool("no-watch-cache", false, "serve lists and watches from etcd, not the watch cache")
 	ownerStart := fs.String("owner-start", "", "(internal)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
@@ -102,7 +103,7 @@ func realMain(args []string) int {
 		}
 		return cmdRun(*kueue, *manager, fs.Args())
 	case "start":
-		return cmdStart(dir, *kueue, *manager, *owner, *noLeaseCache)
+		return cmdStart(dir, *kueue, *manager, *owner, *noCache)
 	case "stop":
 		if err := teardown(dir); err != nil {
 			return fail("%v", err)
@@ -218,9 +219,9 @@ func cmdBuildKueueManager(versions []string) int {
 	return 0
 }
 
-func cmdStart(dir, kueue string, manager bool, owner int, noLeaseCache bool) int {
+func cmdStart(dir, kueue string, manager bool, owner int, noCache bool) int {
 	cfg, err := configFromEnv(dir, kueue)
-	cfg.noLeaseWatchCache = noLeaseCache
+	cfg.noWatchCache = noCache
 	if err == nil {
 		err = withKueueManager(&cfg, manager)
 	}
