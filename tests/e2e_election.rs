@@ -285,21 +285,38 @@ fn with_only_get_on_the_lease_lease_watch_polls_and_shows_renewals_a_takeover_an
     let mut b = Elector::start(c, campaign(&s, false), &b_id);
     let takeover = w.wait_for("the takeover, polled", 30 * S, is_event("takeover"));
     let (_, v) = json_event(&takeover).unwrap();
-    assert_eq!((v["previousHolder"].as_str(), v["lease"]["holder"].as_str()), (Some(a_id.as_str()), Some(b_id.as_str())));
+    assert_eq!(
+        (v["previousHolder"].as_str(), v["lease"]["holder"].as_str()),
+        (Some(a_id.as_str()), Some(b_id.as_str()))
+    );
     b.wait_leading(10 * S);
     w.wait_for("b's renewal, polled", 10 * S, is_event("renewed"));
     b.kill();
     let killed = Timestamp::now();
     // --until stale, polled, beside the streaming rows.
     let until = c.dispatch(&[
-        "lease", "--watch", "--until", "stale", "--timeout", "30s", "-o", "json", "--context", "lease-get", "--lease", &s.lease,
+        "lease",
+        "--watch",
+        "--until",
+        "stale",
+        "--timeout",
+        "30s",
+        "-o",
+        "json",
+        "--context",
+        "lease-get",
+        "--lease",
+        &s.lease,
     ]);
     until.expect_code(0);
     let stale = w.wait_for("the stale row", 15 * S, is_event("stale"));
     let (_, v) = json_event(&stale).unwrap();
     let renewed = timestamp(&v["lease"]["renewTime"]);
     let at = timestamp(&v["time"]);
-    assert!(at >= renewed + LIMIT && at.duration_since(renewed + LIMIT) < SignedDuration::from_secs(2), "stale at {at}, renewed {renewed}");
+    assert!(
+        at >= renewed + LIMIT && at.duration_since(renewed + LIMIT) < SignedDuration::from_secs(2),
+        "stale at {at}, renewed {renewed}"
+    );
     assert!(killed.duration_since(renewed) < SignedDuration::from_secs(2), "renewed {renewed}, killed {killed}");
     let (code, seen, stderr) = w.stop();
     assert_eq!(code, 0);

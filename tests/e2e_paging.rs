@@ -132,7 +132,8 @@ fn an_expired_continue_token_starts_the_list_over(c: &'static Cluster, s: &Scena
     assert_eq!(found.len(), want.len(), "each waiting Workload once");
     assert_eq!(found.into_iter().collect::<BTreeSet<_>>(), *want);
     assert!(
-        run.stderr.contains("the Workloads list's continue token expired (410 Gone); listing again from the first page"),
+        run.stderr
+            .contains("the Workloads list's continue token expired (410 Gone); listing again from the first page"),
         "{}",
         run.stderr
     );

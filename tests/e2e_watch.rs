@@ -217,7 +217,11 @@ fn an_etcd_compaction_past_the_watch_is_one_relist_and_the_rows_continue() {
     w.wait_for("b's renewal", 20 * S, is_event("renewed"));
     let (code, seen, stderr) = w.stop();
     assert_eq!(code, 0);
-    assert_eq!(connection_lines(&stderr), ["interrupted", "resumed", "interrupted", "resumed", "expired"], "{stderr:#?}");
+    assert_eq!(
+        connection_lines(&stderr),
+        ["interrupted", "resumed", "interrupted", "resumed", "expired"],
+        "{stderr:#?}"
+    );
     let expired = stderr.iter().find(|l| l.starts_with("watch expired: ")).unwrap();
     assert!(expired.contains("(410 Gone); relisting"), "{expired}");
     let events: Vec<String> = seen.iter().filter_map(|l| json_event(l)).map(|(e, _)| e).collect();

@@ -264,7 +264,10 @@ where
                 Err(kube::Error::Api(s)) if s.code == 410 && params.continue_token.is_some() && !self.restarted => {
                     self.log.info(
                         1,
-                        &format!("the {} list's continue token expired (410 Gone); listing again from the first page", self.what),
+                        &format!(
+                            "the {} list's continue token expired (410 Gone); listing again from the first page",
+                            self.what
+                        ),
                     );
                     self.restarted = true;
                     restarted = true;

@@ -341,7 +341,8 @@ fn lease_cadence(l: Option<&Lease>) -> Duration {
 pub fn lease(conn: &Connection, lease: &LeaseRef) -> impl Stream<Item = LeaseUpdate> + Send + 'static {
     let api: Api<Lease> = Api::namespaced(conn.client.clone(), &lease.namespace);
     let fields = format!("metadata.name={}", lease.name);
-    let watch_rule = format!("list and watch leases.coordination.k8s.io {:?} in namespace {}", lease.name, lease.namespace);
+    let watch_rule =
+        format!("list and watch leases.coordination.k8s.io {:?} in namespace {}", lease.name, lease.namespace);
     let forbidden_rule =
         format!("get, list and watch leases.coordination.k8s.io {:?} in namespace {}", lease.name, lease.namespace);
     let poll = WhenForbidden::Poll { name: lease.name.clone(), cadence: lease_cadence };
@@ -410,7 +411,15 @@ pub fn plain_transport(chain: &str) -> String {
     let has = |words: &[&str]| words.iter().any(|w| lower.contains(w));
     if has(&["connection refused"]) {
         "the API server refuses connections (connection refused)".into()
-    } else if has(&["close_notify", "unexpected eof", "connection reset", "broken pipe", "connection closed", "incomplete message", "channel closed"]) {
+    } else if has(&[
+        "close_notify",
+        "unexpected eof",
+        "connection reset",
+        "broken pipe",
+        "connection closed",
+        "incomplete message",
+        "channel closed",
+    ]) {
         "the API server closed the connection".into()
     } else if has(&["timed out", "deadline has elapsed", "did not complete within"]) {
         "the API server did not answer in time".into()
@@ -452,7 +461,10 @@ mod tests {
             plain_transport("client error (Connect): tcp connect error: Connection refused (os error 111)"),
             "the API server refuses connections (connection refused)"
         );
-        assert_eq!(plain_transport("request: the request did not complete within 30s"), "the API server did not answer in time");
+        assert_eq!(
+            plain_transport("request: the request did not complete within 30s"),
+            "the API server did not answer in time"
+        );
         assert_eq!(plain_transport("something: odd thing happened"), "odd thing happened");
     }
 

@@ -24,8 +24,8 @@ use crate::cluster::wire;
 use crate::core::fetched::{Denied, Fetched};
 use crate::core::gate::{self, Chain, CheckKind, GateFacts, GateReport};
 use crate::core::kueue::{AdmissionCheck, ClusterQueue, LocalQueue};
-use crate::core::link::{Link, LinkEvent};
 use crate::core::lease::LeaseState;
+use crate::core::link::{Link, LinkEvent};
 use crate::core::verdict::Verdict;
 use crate::core::waiting::{self, Waiting, WaitingScope};
 use crate::error::Error;
@@ -153,7 +153,8 @@ pub async fn run(
     let namespace = (!opts.all_namespaces).then(|| conn.namespace.clone());
     // The version the watches use is the one these first reads could be served at.
     let served =
-        fetch::read_served(&discovered, log, async |k: &Kueue| fetch::probe(conn, k, namespace.as_deref(), log).await).await?;
+        fetch::read_served(&discovered, log, async |k: &Kueue| fetch::probe(conn, k, namespace.as_deref(), log).await)
+            .await?;
     if let Some(w) = &served.warning {
         let _ = writeln!(deps.err, "Warning: {w}");
     }
@@ -419,4 +420,53 @@ fn print_chains(run: &GateRun, opts: &GateOptions<'_>, docs: usize, deps: &mut D
     }
     deps.out.flush()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+    use super::*;
+    use crate::core::gate::GateSettings;
+    use crate::core::kueue::{CheckRule, Condition};
+    use crate::core::lease::LeaseFacts;
+
+    fn at(secs: i64) -> Timestamp {
+        "2026-11-30T12:00:00Z".parse::<Timestamp>().unwrap() + SignedDuration::from_secs(secs)
+    }
+
+    fn facts(renewed: i64) -> GateFacts {
+        let active = Condition { status: "True".into(), reason: None, message: None, last_transition: None };
+        GateFacts {
+            cluster_queues: Fetched::Found(vec![ClusterQueue {
+                name: "team-a".into(),
+                admission_checks: vec![CheckRule { name: "dispatch".into(), on_flavors: vec![] }],
+                active: None,
+            }]),
+            admission_checks: Fetched::Found(vec![AdmissionCheck {
+                name: "dispatch".into(),
+                controller_name: Some("dispatch-admission".into()),
+                active: Some(active),
+            }]),
+            lease: Fetched::Found(LeaseFacts {
+                holder: Some("a".into()),
+                renew_time: Some(at(renewed)),
+                acquire_time: Some(at(0)),
+                duration_seconds: Some(15),
+                transitions: Some(0),
+            }),
+        }
+    }
+
+    #[test]
+    fn a_stale_lease_growing_older_keeps_its_signature_and_a_verdict_change_changes_it() {
+        let settings = GateSettings::default();
+        let stale_at_40 = gate::evaluate(&settings, &facts(0), at(40));
+        let stale_at_90 = gate::evaluate(&settings, &facts(0), at(90));
+        assert_ne!(stale_at_40.chains[0].reason, stale_at_90.chains[0].reason, "the reason's age grows");
+        assert_eq!(signature(&stale_at_40), signature(&stale_at_90), "but nothing is printed again");
+        let fresh = gate::evaluate(&settings, &facts(89), at(90));
+        assert_ne!(signature(&fresh), signature(&stale_at_90));
+        assert_eq!(signature(&stale_at_90)[0].2, Some((CheckKind::Heartbeat, "fail")));
+    }
 }

@@ -18,8 +18,8 @@ use crate::cli::{Format, Until};
 use crate::cluster::connect::Connection;
 use crate::cluster::watch::{self, LeaseUpdate};
 use crate::core::heartbeat::{Change, Observation, Tracker};
-use crate::core::link::Link;
 use crate::core::lease::{LeaseRef, LeaseState};
+use crate::core::link::Link;
 use crate::error::Error;
 use crate::exit::Exit;
 use crate::render::watch::{Columns, change_doc, status_line, summary};
@@ -384,7 +384,10 @@ mod tests {
         let lines: Vec<&str> = err.lines().collect();
         assert_eq!(lines.len(), 6, "{err}");
         for pair in lines.chunks(2) {
-            assert_eq!(pair, ["watch interrupted: the API server closed the connection; reconnecting", "watch resumed"]);
+            assert_eq!(
+                pair,
+                ["watch interrupted: the API server closed the connection; reconnecting", "watch resumed"]
+            );
         }
         let stale = out.lines().find(|l| l.contains(" stale ")).expect("the stale row, on time");
         assert!(stale.starts_with("12:00:30Z"), "{stale}");
@@ -393,7 +396,8 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_polled_lease_says_so_once() {
         let polling = || LeaseUpdate::Polling { every: Duration::from_secs(3), rule: "list and watch leases".into() };
-        let items = vec![(0, up()), (0, polling()), (0, renewed("a", 0)), (3, up()), (3, polling()), (3, renewed("a", 3))];
+        let items =
+            vec![(0, up()), (0, polling()), (0, renewed("a", 0)), (3, up()), (3, polling()), (3, renewed("a", 3))];
         let (_, out, err, _) = run(items, watch(), 10).await;
         assert_eq!(
             err,

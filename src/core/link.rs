@@ -149,10 +149,7 @@ mod tests {
         assert_eq!(l.status(at(0)), LinkStatus::Connecting);
         assert!(l.observe(0, LinkEvent::Up, at(0)).is_empty());
         assert_eq!(l.status(at(0)), LinkStatus::Live);
-        assert_eq!(
-            l.observe(0, down(), at(1)),
-            [Say::Interrupted("the API server closed the connection".into())]
-        );
+        assert_eq!(l.observe(0, down(), at(1)), [Say::Interrupted("the API server closed the connection".into())]);
         assert!(l.observe(0, LinkEvent::Down("connection refused".into()), at(2)).is_empty());
         assert_eq!(l.status(at(13)), LinkStatus::Reconnecting(SignedDuration::from_secs(12)));
         assert_eq!(l.status(at(13)).text(), "reconnecting since 12s");

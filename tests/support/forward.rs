@@ -99,7 +99,7 @@ impl Pager {
         let addr = listener.local_addr().unwrap().to_string();
         let requests: Arc<Mutex<Vec<String>>> = Arc::default();
         let seen = requests.clone();
-        let hook: Arc<Mutex<Option<Box<dyn FnOnce() + Send>>>> = Arc::new(Mutex::new(Some(Box::new(before_continue))));
+        let hook: Hook = Arc::new(Mutex::new(Some(Box::new(before_continue))));
         std::thread::spawn(move || {
             for client in listener.incoming().map_while(Result::ok) {
                 let (upstream, seen, hook) = (upstream.clone(), seen.clone(), hook.clone());
