@@ -152,9 +152,16 @@ pub async fn run(
     let discovered = fetch::discover_kueue(conn, log).await?;
     let namespace = (!opts.all_namespaces).then(|| conn.namespace.clone());
     // The version the watches use is the one these first reads could be served at.
-    let served =
-        fetch::read_served(&discovered, log, async |k: &Kueue| fetch::probe(conn, k, namespace.as_deref(), log).await)
-            .await?;
+    // The LocalQueues are read here too (then watched), so that a version Kueue's conversion
+    // webhook cannot serve them at is found before any watch starts.
+    let served = fetch::read_served(&discovered, log, async |k: &Kueue| {
+        futures::try_join!(
+            fetch::local_queues(conn, k, namespace.as_deref(), log),
+            fetch::probe(conn, k, namespace.as_deref(), log)
+        )?;
+        Ok(())
+    })
+    .await?;
     if let Some(w) = &served.warning {
         let _ = writeln!(deps.err, "Warning: {w}");
     }
