@@ -278,7 +278,7 @@ pub struct GateArgs {
     #[arg(long, conflicts_with_all = ["watch", "wait", "contexts"])]
     pub all_contexts: bool,
 
-    /// Follow the gate: print the chain again when the verdict or its reason changes
+    /// Follow the gate: print the chain again when a verdict or its deciding check changes
     #[arg(short = 'w', long, conflicts_with = "wait")]
     pub watch: bool,
 

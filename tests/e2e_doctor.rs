@@ -159,7 +159,7 @@ fn no_lease_is_told_the_rules_to_add() {
     );
     let table = doctor(c, &["--context", "no-lease"]);
     table.expect_code(3);
-    table.expect_line("Doctor: fail: 3 findings would stop the gate or the plugin (2 warnings)");
+    table.expect_line("Doctor: fail: 1 finding would stop the gate or the plugin (4 warnings)");
     assert!(table.stdout.contains("\nTo grant what is missing, an admin applies this (kubectl dispatch doctor --rbac | kubectl apply -f -):\n\n# What no-lease lacks"), "{}", table.stdout);
     // --no-headers: nothing but rows on stdout.
     let rows = doctor(c, &["--context", "no-lease", "--no-headers"]);

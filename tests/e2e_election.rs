@@ -198,3 +198,145 @@ fn a_killed_leader_goes_stale_within_twice_the_duration_with_no_api_event() {
         "{verdict}"
     );
 }
+
+/// The stderr lines about the connection, in order (`interrupted`, `resumed`, `expired`).
+fn connection_lines(stderr: &[String]) -> Vec<&'static str> {
+    stderr
+        .iter()
+        .filter_map(|l| {
+            if l.starts_with("watch interrupted: ") && l.ends_with("; reconnecting") {
+                Some("interrupted")
+            } else if l == "watch resumed" {
+                Some("resumed")
+            } else if l.starts_with("watch expired: ") {
+                Some("expired")
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn three_apiserver_restarts_while_client_go_renews_with_a_takeover_across_the_second() {
+    // The operator's story of issue 14: client-go's leader election renews the Lease while
+    // kube-apiserver is SIGKILLed and restarted three times; during the second outage the
+    // leader dies and another candidate starts, and takes the Lease once the API server is
+    // back. Each outage is one `interrupted` line and one `resumed`, in order; renewals
+    // follow each restart, and the takeover is a row. A lease duration of 30 s (renew
+    // deadline 20 s): a leader survives an outage of a loaded machine's restart (about 10 s
+    // here; with 4 s it would stop leading after 2.7 s without the API server).
+    let c: &'static Cluster = Box::leak(Box::new(Cluster::start("v0.17.0")));
+    let s = scenario(c, "el-kill3");
+    let campaign = Campaign { duration: "30s", ..campaign(&s, false) };
+    let (a_id, b_id) = (pod_identity("a1"), pod_identity("b2"));
+    let mut a = Elector::start(c, campaign, &a_id);
+    a.wait_leading(20 * S);
+    let mut w = Watch::start(c, &["lease", "--watch", "-o", "json", "--lease", &s.lease]);
+    w.wait_for("a renewal", 20 * S, is_event("renewed"));
+    let mut a = Some(a);
+    let mut b: Option<Elector> = None;
+    for round in 1..=3 {
+        let killed = Timestamp::now();
+        c.kill_apiserver();
+        w.wait_for_stderr_prefix("watch interrupted: ", 15 * S);
+        if round == 2 {
+            a.take().unwrap().kill();
+            b = Some(Elector::start(c, campaign, &b_id));
+        }
+        c.start_apiserver();
+        w.wait_for_stderr("watch resumed", 15 * S);
+        if round == 2 {
+            let takeover = w.wait_for("the takeover after the second restart", 60 * S, is_event("takeover"));
+            let (_, v) = json_event(&takeover).unwrap();
+            assert_eq!(v["previousHolder"], a_id.as_str(), "{v}");
+            assert_eq!(v["lease"]["holder"], b_id.as_str(), "{v}");
+        }
+        // A renewal written after the kill: after the API server came back.
+        w.wait_for(&format!("a renewal after restart {round}"), 20 * S, |l| {
+            json_event(l).is_some_and(|(e, v)| e == "renewed" && timestamp(&v["lease"]["renewTime"]) > killed)
+        });
+    }
+    let (code, seen, stderr) = w.stop();
+    assert_eq!(code, 0);
+    assert_eq!(
+        connection_lines(&stderr).into_iter().filter(|l| *l != "expired").collect::<Vec<_>>(),
+        ["interrupted", "resumed", "interrupted", "resumed", "interrupted", "resumed"],
+        "{stderr:#?}"
+    );
+    let events: Vec<String> = seen.iter().filter_map(|l| json_event(l)).map(|(e, _)| e).collect();
+    assert_eq!(events.iter().filter(|e| *e == "takeover").count(), 1, "{events:?}");
+    assert!(!events.iter().any(|e| e == "stale"), "a 30 s Lease is never stale here: {events:?}");
+    drop(b);
+    c.stop();
+}
+
+#[test]
+fn with_only_get_on_the_lease_lease_watch_polls_and_shows_renewals_a_takeover_and_stale() {
+    // lease-get may get the Leases of dispatch-system but not list or watch them (as the
+    // adapter is granted): kubectl get -w is refused; the plugin says once that it polls and
+    // why, and follows the heartbeat anyway.
+    let c = Cluster::shared();
+    let s = scenario(c, "el-get");
+    let (a_id, b_id) = (pod_identity("g1"), pod_identity("g2"));
+    let mut a = Elector::start(c, campaign(&s, false), &a_id);
+    a.wait_leading(20 * S);
+    let kubectl = c.kubectl(&["--context", "lease-get", "get", "lease", "-n", &s.lease_ns, &s.lease_name, "-w"], None);
+    assert!(!kubectl.status.success(), "kubectl get -w with get only is refused");
+    // kubectl gets the Lease (allowed), prints it, then its watch is refused.
+    assert!(String::from_utf8_lossy(&kubectl.stderr).contains("cannot watch resource \"leases\""), "{kubectl:?}");
+    let mut w = Watch::start(c, &["lease", "--watch", "-o", "json", "--context", "lease-get", "--lease", &s.lease]);
+    w.wait_for("a renewal, polled", 20 * S, is_event("renewed"));
+    assert_eq!(a.stop(), 0);
+    let mut b = Elector::start(c, campaign(&s, false), &b_id);
+    let takeover = w.wait_for("the takeover, polled", 30 * S, is_event("takeover"));
+    let (_, v) = json_event(&takeover).unwrap();
+    assert_eq!(
+        (v["previousHolder"].as_str(), v["lease"]["holder"].as_str()),
+        (Some(a_id.as_str()), Some(b_id.as_str()))
+    );
+    b.wait_leading(10 * S);
+    w.wait_for("b's renewal, polled", 10 * S, is_event("renewed"));
+    b.kill();
+    let killed = Timestamp::now();
+    // --until stale, polled, beside the streaming rows.
+    let until = c.dispatch(&[
+        "lease",
+        "--watch",
+        "--until",
+        "stale",
+        "--timeout",
+        "30s",
+        "-o",
+        "json",
+        "--context",
+        "lease-get",
+        "--lease",
+        &s.lease,
+    ]);
+    until.expect_code(0);
+    let stale = w.wait_for("the stale row", 15 * S, is_event("stale"));
+    let (_, v) = json_event(&stale).unwrap();
+    let renewed = timestamp(&v["lease"]["renewTime"]);
+    let at = timestamp(&v["time"]);
+    assert!(
+        at >= renewed + LIMIT && at.duration_since(renewed + LIMIT) < SignedDuration::from_secs(2),
+        "stale at {at}, renewed {renewed}"
+    );
+    assert!(killed.duration_since(renewed) < SignedDuration::from_secs(2), "renewed {renewed}, killed {killed}");
+    let (code, seen, stderr) = w.stop();
+    assert_eq!(code, 0);
+    let polling: Vec<&String> = stderr.iter().filter(|l| l.starts_with("polling Lease ")).collect();
+    assert_eq!(polling.len(), 1, "said once: {stderr:#?}");
+    assert_eq!(
+        polling[0].as_str(),
+        format!(
+            "polling Lease {} with get every 1s: list and watch on it are forbidden (missing RBAC: list and watch \
+             leases.coordination.k8s.io {:?} in namespace {})",
+            s.lease, s.lease_name, s.lease_ns
+        )
+    );
+    assert!(until.stderr.contains("polling Lease "), "{}", until.stderr);
+    let events: Vec<String> = seen.iter().filter_map(|l| json_event(l)).map(|(e, _)| e).collect();
+    assert_eq!(events.iter().filter(|e| *e == "takeover").count(), 1, "{events:?}");
+}

@@ -83,6 +83,69 @@ fn every_waiting_workload_is_found_across_list_pages() {
     lists_come_gzip_compressed(c, &s);
 }
 
+#[test]
+fn an_expired_continue_token_starts_the_list_over_once() {
+    // Lists served from etcd (kube-apiserver's watch cache would serve the continue token
+    // from its own snapshot), 1,100 Workloads: three pages.
+    let c: &'static Cluster = Box::leak(Box::new(Cluster::start_without_watch_cache()));
+    let s = Scenario::new("paging-410");
+    c.apply(&s.healthy_yaml());
+    let mut bare = String::new();
+    let mut with_status = String::new();
+    let mut want = BTreeSet::new();
+    for i in 0..TOTAL {
+        let name = format!("w-{i:04}");
+        if i % 50 == 0 || [499, 500, TOTAL - 1].contains(&i) {
+            with_status += &fixtures::workload(&s.ns, &name, &s.lq, Some(&s.cq), &[(&s.check, "Pending", "", 60)]);
+            want.insert(name);
+        } else {
+            bare += &bare_workload(&s.ns, &name, &s.lq);
+        }
+    }
+    let objects = format!("{bare}{with_status}");
+    c.kubectl_ok(&["apply", "--server-side", "--validate=false", "-f", "-"], Some(&objects));
+    c.kubectl_ok(
+        &["apply", "--server-side", "--validate=false", "--subresource=status", "-f", "-"],
+        Some(&with_status),
+    );
+    c.apply(&fixtures::lease(&s.lease_ns, &s.lease_name, Some("dispatch-admission-7d9f_1"), Some(1), Some(15)));
+    an_expired_continue_token_starts_the_list_over(c, &s, &want);
+    c.stop();
+}
+
+/// etcd compacted between two pages (the harness's `compact`, run by a forwarder just before
+/// the first request with a continue token goes on): that page answers 410 Gone, and the list
+/// starts over from its first page, once, as client-go's pager does. `gate -A` still finds
+/// every waiting Workload, each once.
+fn an_expired_continue_token_starts_the_list_over(c: &'static Cluster, s: &Scenario, want: &BTreeSet<String>) {
+    let paced = support::forward::Pager::start(c, move || c.compact());
+    let dir = std::env::temp_dir().join(support::unique("dispatch-paced"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kubeconfig = dir.join("config");
+    paced.kubeconfig(&kubeconfig);
+    let mut args = vec!["dispatch", "--kubeconfig", kubeconfig.to_str().unwrap()];
+    args.extend(s.args("gate", &["-A", "-o", "json", "-v", "1"]));
+    let run = support::Run::from(c.command("kubectl", &args).output().unwrap());
+    run.expect_code(0);
+    let found: Vec<String> =
+        run.json()["waiting"].as_array().unwrap().iter().map(|w| w["name"].as_str().unwrap().to_string()).collect();
+    assert_eq!(found.len(), want.len(), "each waiting Workload once");
+    assert_eq!(found.into_iter().collect::<BTreeSet<_>>(), *want);
+    assert!(
+        run.stderr
+            .contains("the Workloads list's continue token expired (410 Gone); listing again from the first page"),
+        "{}",
+        run.stderr
+    );
+    let lines = paced.requests.lock().unwrap().clone();
+    let workloads: Vec<&String> = lines.iter().filter(|l| l.contains("/workloads?")).collect();
+    let firsts = workloads.iter().filter(|l| !l.contains("continue=")).count();
+    let continued = workloads.iter().filter(|l| l.contains("continue=")).count();
+    // Page 1, page 2 (410), then pages 1, 2 and 3 again.
+    assert_eq!((firsts, continued), (2, 3), "{workloads:#?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// `--request-timeout` is kubectl's: a bound on each request. A bound below the whole run's
 /// time but above each page's lets the run finish; the same bound on the whole run would not.
 fn request_timeout_bounds_each_page_not_the_run(c: &Cluster, s: &Scenario, waiting: usize) {

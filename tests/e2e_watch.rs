@@ -126,30 +126,116 @@ fn rolling_restart_rows_in_a_table_never_say_stale() {
     assert!(seen.last().unwrap().starts_with("renewal gaps: "), "the summary on exit: {seen:#?}");
 }
 
+/// The stderr lines about the connection, in order.
+fn connection_lines(stderr: &[String]) -> Vec<&str> {
+    stderr
+        .iter()
+        .map(String::as_str)
+        .filter_map(|l| {
+            if l.starts_with("watch interrupted: ") && l.ends_with("; reconnecting") {
+                Some("interrupted")
+            } else if l == "watch resumed" {
+                Some("resumed")
+            } else if l.starts_with("watch expired: ") {
+                Some("expired")
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
 #[test]
-fn three_apiserver_restarts_are_survived() {
+fn three_apiserver_restarts_on_a_quiet_lease_are_each_said_and_ended_and_stale_comes_on_time() {
+    // Nobody renews: no object event follows the first, yet each outage is said when it
+    // starts and ended when the watch is back; and the stale row comes at renewTime + 2 x 30s,
+    // from the timer, whatever the outages. kubectl get -w beside it ends at the first outage.
     let c: &'static Cluster = Box::leak(Box::new(Cluster::start("v0.17.0")));
-    let s = Scenario::new("w-kill");
-    leased(c, &s);
-    let _ctl = Controller::start(c, &s.lease_ns, &s.lease_name, "ctl-a_1", 15);
+    let s = Scenario::new("w-quiet");
+    c.apply(&fixtures::lease(&s.lease_ns, &s.lease_name, Some("ctl-a_1"), Some(0), Some(30)));
     let mut w = Watch::start(c, &["lease", "--watch", "-o", "json", "--lease", &s.lease]);
-    w.wait_for("a renewal", 20 * S, is_event("renewed"));
+    let observed = w.wait_for("the first row", 20 * S, is_event("observed"));
+    let renewed: k8s_openapi::jiff::Timestamp =
+        json_event(&observed).unwrap().1["lease"]["renewTime"].as_str().unwrap().parse().unwrap();
+    let mut kubectl = Watch::spawn(c.command("kubectl", &["get", "lease", "-n", &s.lease_ns, &s.lease_name, "-w"]));
+    kubectl.wait_for("kubectl's row", 10 * S, |l| l.starts_with(&s.lease_name));
     for round in 1..=3 {
         c.kill_apiserver();
         w.wait_for_stderr_prefix("watch interrupted: ", 15 * S);
+        if round == 1 {
+            assert_eq!(kubectl.finish(10 * S), 0, "kubectl get -w ends, with 0, when its watch drops");
+        }
         c.start_apiserver();
-        w.wait_for_stderr("watch resumed", 30 * S);
-        let before = w.seen.len();
-        let renewed = w.wait_for(&format!("a renewal after restart {round}"), 20 * S, is_event("renewed"));
-        assert!(w.seen.len() > before, "{renewed}");
+        w.wait_for_stderr("watch resumed", 15 * S);
     }
+    let stale = w.wait_for("the stale row", 60 * S, is_event("stale"));
+    let at: k8s_openapi::jiff::Timestamp = json_event(&stale).unwrap().1["time"].as_str().unwrap().parse().unwrap();
+    let late = at.duration_since(renewed + k8s_openapi::jiff::SignedDuration::from_secs(60));
+    assert!(late.as_secs_f64() >= 0.0 && late.as_secs_f64() < 2.0, "stale at {at}, renewed {renewed}");
     let (code, seen, stderr) = w.stop();
     assert_eq!(code, 0);
-    let interrupted =
-        stderr.iter().filter(|l| l.starts_with("watch interrupted: ") && l.ends_with("; reconnecting")).count();
-    let resumed = stderr.iter().filter(|l| *l == "watch resumed").count();
-    assert_eq!((interrupted, resumed), (3, 3), "one line each per outage: {stderr:#?}");
-    assert!(seen.iter().filter_map(|l| json_event(l)).all(|(e, _)| e != "stale"), "{seen:#?}");
+    assert_eq!(
+        connection_lines(&stderr).into_iter().filter(|l| *l != "expired").collect::<Vec<_>>(),
+        ["interrupted", "resumed", "interrupted", "resumed", "interrupted", "resumed"],
+        "{stderr:#?}"
+    );
+    for l in stderr.iter().filter(|l| l.starts_with("watch interrupted: ")) {
+        assert!(!l.contains("close_notify") && !l.contains("https://docs.rs"), "a cause in plain words: {l}");
+    }
+    let events: Vec<String> = seen.iter().filter_map(|l| json_event(l)).map(|(e, _)| e).collect();
+    assert_eq!(events, ["observed", "stale"], "{seen:#?}");
+    c.stop();
+}
+
+#[test]
+fn an_etcd_compaction_past_the_watch_is_one_relist_and_the_rows_continue() {
+    // Watches served from etcd (not the watch cache), the plugin's connection through a
+    // forwarder that can cut it while the API server keeps running. Cut once with nothing
+    // compacted: the watch resumes where it was, no relist. Then compact etcd past the
+    // watch's resourceVersion and cut again: the resumed watch gets etcd's 410, the plugin
+    // says so, relists once, and the rows go on.
+    let c: &'static Cluster = Box::leak(Box::new(Cluster::start_without_watch_cache()));
+    let s = Scenario::new("w-compact");
+    leased(c, &s);
+    let port = c.apiserver_url().trim_start_matches("https://").to_string();
+    let cutter = support::forward::Cutter::start(&port);
+    let mut ctl = Controller::start(c, &s.lease_ns, &s.lease_name, "ctl-a_1", 15);
+    let args = ["lease", "--watch", "-o", "json", "--lease", &s.lease, "--server", &cutter.url()];
+    let mut w = Watch::start(c, &args);
+    w.wait_for("a renewal", 20 * S, is_event("renewed"));
+    assert!(cutter.cut() >= 1);
+    w.wait_for_stderr("watch resumed", 15 * S);
+    w.wait_for("a renewal after the cut", 20 * S, is_event("renewed"));
+    // Quiet while compacting, so no newer event moves the watch past the compaction.
+    ctl.stop();
+    c.compact();
+    cutter.cut();
+    // The watch is accepted again (resumed), then etcd's 410 comes as its first event.
+    w.wait_for_stderr_prefix("watch expired: ", 15 * S);
+    let _b = Controller::take_over(c, &ctl, &s.lease_ns, &s.lease_name, "ctl-b_2", 15);
+    let takeover = w.wait_for("the takeover after the relist", 20 * S, is_event("takeover"));
+    assert_eq!(json_event(&takeover).unwrap().1["previousHolder"], "ctl-a_1");
+    w.wait_for("b's renewal", 20 * S, is_event("renewed"));
+    let (code, seen, stderr) = w.stop();
+    assert_eq!(code, 0);
+    assert_eq!(
+        connection_lines(&stderr),
+        ["interrupted", "resumed", "interrupted", "resumed", "expired"],
+        "{stderr:#?}"
+    );
+    let expired = stderr.iter().find(|l| l.starts_with("watch expired: ")).unwrap();
+    assert!(expired.contains("(410 Gone); relisting"), "{expired}");
+    let events: Vec<String> = seen.iter().filter_map(|l| json_event(l)).map(|(e, _)| e).collect();
+    assert_eq!(events.iter().filter(|e| *e == "observed").count(), 1, "a relist is no new first row: {events:?}");
+    assert!(!events.iter().any(|e| e == "stale"), "{events:?}");
+    let log = std::fs::read_to_string(c.audit_log()).unwrap();
+    let lists = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["userAgent"].as_str().is_some_and(|u| u.starts_with("kubectl-dispatch/")))
+        .filter(|e| e["verb"] == "list" && e["objectRef"]["resource"] == "leases" && e["stage"] == "ResponseComplete")
+        .count();
+    assert_eq!(lists, 2, "the first list and one relist");
     c.stop();
 }
 
@@ -191,7 +277,7 @@ fn a_forbidden_watch_shows_unknown_and_keeps_trying() {
     leased(c, &s);
     let mut w = Watch::start(c, &["lease", "--watch", "--context", "no-lease", "--lease", &s.lease]);
     let row = w.wait_for("the forbidden row", 20 * S, |l| l.contains(" forbidden "));
-    assert!(row.contains("missing RBAC: list and watch leases.coordination.k8s.io"), "{row}");
+    assert!(row.contains("missing RBAC: get, list and watch leases.coordination.k8s.io"), "{row}");
     std::thread::sleep(3 * S);
     let (code, _, _) = w.stop();
     assert_eq!(code, 0, "still running until stopped, then 0");
@@ -292,6 +378,62 @@ fn gate_watch_prints_the_chain_when_the_verdict_changes() {
     w.wait_for("the new waiting count", 20 * S, |l| l.ends_with(" 2 workloads wait at dispatch's Pending check"));
     let (code, _, _) = w.stop();
     assert_eq!(code, 0);
+}
+
+#[test]
+fn gate_watch_on_a_stale_lease_does_not_reprint_the_chain_for_unrelated_workloads() {
+    // The deciding reason of a stale Lease holds its growing age; only a change of verdict or
+    // of the deciding rule prints the chain again, not each Workload event.
+    let c = Cluster::shared();
+    let s = Scenario::new("w-quietgate");
+    c.apply(&s.healthy_yaml());
+    c.apply(&fixtures::lease(&s.lease_ns, &s.lease_name, Some("ctl-a_1"), Some(100), Some(15)));
+    let mut w = Watch::start(c, &s.args("gate", &["--watch", "-A"]));
+    w.wait_for("the verdict", 20 * S, |l| l.starts_with("ReadmissionGate: no (observe-only): "));
+    for i in 1..=3 {
+        c.apply(&fixtures::workload(&s.ns, &format!("job-{i}"), &s.lq, Some(&s.cq), &[(&s.check, "Pending", "", 5)]));
+        std::thread::sleep(2 * S);
+    }
+    w.wait_for("the last waiting count", 20 * S, |l| l.ends_with(" 3 workloads wait at dispatch's Pending check"));
+    // A renewed Lease turns the verdict: that is printed.
+    let _ctl = Controller::start(c, &s.lease_ns, &s.lease_name, "ctl-b_2", 15);
+    w.wait_for("the verdict going yes", 20 * S, |l| l == "ReadmissionGate: yes (the adapter writes)");
+    let (code, seen, _) = w.stop();
+    assert_eq!(code, 0);
+    let blocks = seen.iter().filter(|l| l.ends_with(" ReadmissionGate re-evaluated")).count();
+    assert_eq!(blocks, 2, "the chain printed at the start and when the verdict turned, no more:\n{}", seen.join("\n"));
+}
+
+#[test]
+fn watch_with_yaml_prints_documents_separated_like_kubectl() {
+    let c = Cluster::shared();
+    let s = Scenario::new("w-yaml");
+    c.apply(&s.healthy_yaml());
+    c.apply(&fixtures::lease(&s.lease_ns, &s.lease_name, Some("ctl-a_1"), Some(100), Some(15)));
+    let mut lease = Watch::start(c, &["lease", "--watch", "-o", "yaml", "--lease", &s.lease]);
+    let mut gate = Watch::start(c, &s.args("gate", &["--watch", "-o", "yaml"]));
+    let mut kubectl =
+        Watch::spawn(c.command("kubectl", &["get", "lease", "-n", &s.lease_ns, &s.lease_name, "-w", "-o", "yaml"]));
+    lease.wait_for("the lease's first document", 20 * S, |l| l == "event: observed");
+    gate.wait_for("the gate's first document", 20 * S, |l| l == "verdict: \"no\"");
+    kubectl.wait_for("kubectl's first document", 20 * S, |l| l == "kind: Lease");
+    let _ctl = Controller::start(c, &s.lease_ns, &s.lease_name, "ctl-b_2", 15);
+    lease.wait_for("the takeover document", 20 * S, |l| l == "event: takeover");
+    gate.wait_for("the gate's yes document", 20 * S, |l| l == "verdict: \"yes\"");
+    kubectl.wait_for("kubectl's second document", 20 * S, |l| l == "---");
+    for (what, w) in [("lease", lease), ("gate", gate), ("kubectl", kubectl)] {
+        let (_, seen, _) = w.stop();
+        let text = seen.join("\n");
+        assert!(!text.starts_with("---"), "{what}: no separator before the first document:\n{text}");
+        let docs: Vec<serde_json::Value> = text
+            .split("\n---\n")
+            .map(|d| serde_saphyr::from_str(d).unwrap_or_else(|e| panic!("{what}: not YAML ({e}):\n{d}")))
+            .collect();
+        assert!(docs.len() >= 2, "{what}: {text}");
+        if what != "kubectl" {
+            assert!(docs.iter().all(|d| d["schema"] == "kubectl-dispatch/v1"), "{what}: {text}");
+        }
+    }
 }
 
 #[test]

@@ -385,8 +385,12 @@ fn errors_as_kubectl_words_them() {
     assert_eq!(run.stderr, format!("error: {words}\n"));
     assert!(run.stdout.is_empty());
 
-    // -A names no namespace: a usage error.
+    // -A names no namespace: a usage error, after the verb (workload has no such flag) or
+    // before it (where it would be gate's).
     let run = c.dispatch(&["workload", "mine", "-A"]);
+    run.expect_code(2);
+    assert!(run.stderr.starts_with("error: unexpected argument '-A' found"), "{}", run.stderr);
+    let run = c.dispatch(&["-A", "workload", "mine"]);
     run.expect_code(2);
     assert!(run.stderr.starts_with("error: a Workload is named in one namespace"), "{}", run.stderr);
     let run = c.dispatch(&["workload"]);

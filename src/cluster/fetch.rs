@@ -234,6 +234,15 @@ struct Pager<'a, K> {
     log: &'a Log,
     next: Option<ListParams>,
     forbidden: bool,
+    /// The list already started over once, after its continue token expired.
+    restarted: bool,
+}
+
+/// One page of a list. `restarted`: the list started over from its first page (the continue
+/// token expired), so whatever the earlier pages gave is to be dropped.
+struct Page<K> {
+    items: Vec<K>,
+    restarted: bool,
 }
 
 impl<'a, K> Pager<'a, K>
@@ -242,47 +251,66 @@ where
 {
     fn new(api: Api<K>, what: &'a str, kueue: &'a Kueue, conn: &'a Connection, log: &'a Log) -> Self {
         let next = Some(ListParams::default().limit(PAGE));
-        Pager { api, what, version: &kueue.version, conn, log, next, forbidden: false }
+        Pager { api, what, version: &kueue.version, conn, log, next, forbidden: false, restarted: false }
     }
 
-    /// The next page's items; `None` once the list is done, or forbidden (see [`Pager::end`]).
-    async fn next(&mut self) -> Result<Option<Vec<K>>, Error> {
-        let Some(params) = self.next.take() else { return Ok(None) };
-        let started = Instant::now();
-        let result = self.api.list(&params).await;
-        self.log.info(
-            6,
-            &format!(
-                "LIST {}?limit={} {} in {}ms",
-                self.api.resource_url(),
-                params.limit.unwrap_or(PAGE),
-                outcome(&result),
-                started.elapsed().as_millis()
-            ),
-        );
-        let page = match result {
-            Ok(page) => page,
-            Err(e) => {
-                return match classify(e, self.conn, self.what) {
-                    Failure::Forbidden => {
-                        self.forbidden = true;
-                        Ok(None)
-                    }
-                    Failure::NotFound => Err(Error::KueueResourceMissing {
-                        resource: self.what.into(),
-                        group_version: self.api.resource_url().to_string(),
-                    }),
-                    Failure::Conversion(cause) => Err(Error::KueueWebhook {
-                        what: self.what.into(),
-                        versions: format!("{GROUP}/{}", self.version),
-                        cause,
-                    }),
-                    Failure::Stop(e) => Err(e),
-                };
-            }
-        };
-        self.next = page.metadata.continue_.as_deref().filter(|c| !c.is_empty()).map(|c| params.continue_token(c));
-        Ok(Some(page.items))
+    /// The next page; `None` once the list is done, or forbidden (see [`Pager::end`]). A
+    /// continue token that expired (410 Gone: etcd compacted the list's revision between two
+    /// pages) starts the list over from its first page, once, as client-go's pager does.
+    async fn next(&mut self) -> Result<Option<Page<K>>, Error> {
+        let mut restarted = false;
+        loop {
+            let Some(params) = self.next.take() else { return Ok(None) };
+            let started = Instant::now();
+            let result = self.api.list(&params).await;
+            self.log.info(
+                6,
+                &format!(
+                    "LIST {}?limit={}{} {} in {}ms",
+                    self.api.resource_url(),
+                    params.limit.unwrap_or(PAGE),
+                    if params.continue_token.is_some() { "&continue=..." } else { "" },
+                    outcome(&result),
+                    started.elapsed().as_millis()
+                ),
+            );
+            let page = match result {
+                Ok(page) => page,
+                Err(kube::Error::Api(s)) if s.code == 410 && params.continue_token.is_some() && !self.restarted => {
+                    self.log.info(
+                        1,
+                        &format!(
+                            "the {} list's continue token expired (410 Gone); listing again from the first page",
+                            self.what
+                        ),
+                    );
+                    self.restarted = true;
+                    restarted = true;
+                    self.next = Some(ListParams { continue_token: None, ..params });
+                    continue;
+                }
+                Err(e) => {
+                    return match classify(e, self.conn, self.what) {
+                        Failure::Forbidden => {
+                            self.forbidden = true;
+                            Ok(None)
+                        }
+                        Failure::NotFound => Err(Error::KueueResourceMissing {
+                            resource: self.what.into(),
+                            group_version: self.api.resource_url().to_string(),
+                        }),
+                        Failure::Conversion(cause) => Err(Error::KueueWebhook {
+                            what: self.what.into(),
+                            versions: format!("{GROUP}/{}", self.version),
+                            cause,
+                        }),
+                        Failure::Stop(e) => Err(e),
+                    };
+                }
+            };
+            self.next = page.metadata.continue_.as_deref().filter(|c| !c.is_empty()).map(|c| params.continue_token(c));
+            return Ok(Some(Page { items: page.items, restarted }));
+        }
     }
 
     /// How the list ended: read whole, or forbidden (the rule is filled in by the caller).
@@ -291,24 +319,27 @@ where
     }
 }
 
-/// Lists every page of `api`, handing each page's items to `keep`.
-async fn list_pages<K, F>(
+/// Lists every page of `api`, keeping what `keep` makes of each object.
+async fn list_pages<K, T>(
     api: Api<K>,
     what: &str,
     kueue: &Kueue,
     conn: &Connection,
     log: &Log,
-    mut keep: F,
-) -> Result<Fetched<()>, Error>
+    keep: impl Fn(&K) -> T,
+) -> Result<(Fetched<()>, Vec<T>), Error>
 where
     K: kube::Resource + Clone + DeserializeOwned + std::fmt::Debug,
-    F: FnMut(Vec<K>),
 {
     let mut pager = Pager::new(api, what, kueue, conn, log);
-    while let Some(items) = pager.next().await? {
-        keep(items);
+    let mut out = Vec::new();
+    while let Some(page) = pager.next().await? {
+        if page.restarted {
+            out.clear();
+        }
+        out.extend(page.items.iter().map(&keep));
     }
-    Ok(pager.end())
+    Ok((pager.end(), out))
 }
 
 fn with_rule(fetched: Fetched<()>, rule: String) -> Fetched<()> {
@@ -321,10 +352,7 @@ fn with_rule(fetched: Fetched<()>, rule: String) -> Fetched<()> {
 pub async fn cluster_queues(conn: &Connection, kueue: &Kueue, log: &Log) -> Result<Fetched<Vec<ClusterQueue>>, Error> {
     let api: Api<wire::WireClusterQueue> =
         Api::all_with(conn.client.clone(), &kueue.resource("ClusterQueue", "clusterqueues"));
-    let mut out = Vec::new();
-    let fetched =
-        list_pages(api, "ClusterQueues", kueue, conn, log, |items| out.extend(items.iter().map(wire::cluster_queue)))
-            .await?;
+    let (fetched, out) = list_pages(api, "ClusterQueues", kueue, conn, log, wire::cluster_queue).await?;
     Ok(with_rule(fetched, "list clusterqueues.kueue.x-k8s.io (cluster-wide)".into()).map(|_| out))
 }
 
@@ -335,11 +363,7 @@ pub async fn admission_checks(
 ) -> Result<Fetched<Vec<AdmissionCheck>>, Error> {
     let api: Api<wire::WireAdmissionCheck> =
         Api::all_with(conn.client.clone(), &kueue.resource("AdmissionCheck", "admissionchecks"));
-    let mut out = Vec::new();
-    let fetched = list_pages(api, "AdmissionChecks", kueue, conn, log, |items| {
-        out.extend(items.iter().map(wire::admission_check))
-    })
-    .await?;
+    let (fetched, out) = list_pages(api, "AdmissionChecks", kueue, conn, log, wire::admission_check).await?;
     Ok(with_rule(fetched, "list admissionchecks.kueue.x-k8s.io (cluster-wide)".into()).map(|_| out))
 }
 
@@ -368,10 +392,7 @@ pub async fn local_queues(
 ) -> Result<Fetched<Vec<LocalQueue>>, Error> {
     let api: Api<wire::WireLocalQueue> =
         namespaced_or_all(conn, namespace, &kueue.resource("LocalQueue", "localqueues"));
-    let mut out = Vec::new();
-    let fetched =
-        list_pages(api, "LocalQueues", kueue, conn, log, |items| out.extend(items.iter().map(wire::local_queue)))
-            .await?;
+    let (fetched, out) = list_pages(api, "LocalQueues", kueue, conn, log, wire::local_queue).await?;
     Ok(with_rule(fetched, format!("list localqueues.kueue.x-k8s.io {}", scope_text(namespace))).map(|_| out))
 }
 
@@ -404,7 +425,10 @@ pub async fn waiting<T>(
     let mut pager = Pager::new(api, "Workloads", kueue, conn, log);
     let ((extra, scope), mut page) = futures::try_join!(scoped, pager.next())?;
     let mut out = Vec::new();
-    while let Some(items) = page {
+    while let Some(Page { items, restarted }) = page {
+        if restarted {
+            out.clear();
+        }
         for item in &items {
             out.extend(waiting::select(&wire::workload(item), &scope));
         }

@@ -1,41 +1,85 @@
-//! Watches, as streams of plain updates. kube's watcher lists, then watches, relists after a
-//! 410, and retries every failure; this module turns its events into what the live commands
-//! need, and paces retries with a capped backoff.
+//! Watches, as streams of plain signals. Each stream lists, then watches from the list's
+//! resourceVersion with bookmarks, renews the watch when the server ends it, relists after a
+//! 410, and retries every failure with a capped backoff. Unlike kube's watcher, it also says
+//! what the connection did ([`LinkEvent`]): answered (the moment a list or watch is accepted,
+//! whether or not any object changed), failed (the cause in plain words), or expired.
+//!
+//! The Lease is followed by name; when list and watch on it are forbidden but get is allowed,
+//! it is polled with get instead (the adapter itself is granted only get).
 
 use std::time::Duration;
 
+use futures::channel::mpsc::{UnboundedSender, unbounded};
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::api::Api;
-use kube::runtime::WatchStreamExt;
-use kube::runtime::utils::Backoff;
-use kube::runtime::watcher::{self, Event};
+use kube::api::{Api, ListParams, WatchEvent, WatchParams};
+use kube::core::Status;
 
 use super::connect::Connection;
 use crate::core::lease::{LeaseFacts, LeaseRef};
+use crate::core::link::LinkEvent;
+
+/// The server ends each watch after this many seconds; it is renewed at once, silently.
+const WATCH_SECONDS: u32 = 290;
+/// Pages of a watch's list.
+const PAGE: u32 = 500;
+/// How often a forbidden list is tried again (RBAC may be granted meanwhile).
+const FORBIDDEN_RETRY: Duration = Duration::from_secs(5);
+
+/// What a list (from its first page) and then a watch saw of the objects.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Seen<K> {
+    /// A list starts: what follows until [`Seen::ListDone`] replaces everything.
+    List,
+    /// One page of the list.
+    Page(Vec<K>),
+    ListDone,
+    Applied(K),
+    Deleted(K),
+}
+
+/// One signal of a followed resource.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Signal<K> {
+    Seen(Seen<K>),
+    Link(LinkEvent),
+    /// The server refused the list (403).
+    Forbidden,
+    /// List and watch are forbidden but get is allowed: the object is polled with get, at
+    /// this cadence (said once).
+    Polling(Duration),
+}
 
 /// What a watch of one Lease saw.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LeaseUpdate {
     /// The Lease now (`None`: it does not exist).
     Lease(Option<LeaseFacts>),
-    /// The server refused the watch; the RBAC rule that would allow it.
+    /// The server refused list, watch and get; the RBAC rule that would allow following it.
     Forbidden(String),
-    /// The watch broke; the cause. kube reconnects by itself.
-    Interrupted(String),
+    /// What the connection did.
+    Link(LinkEvent),
+    /// List and watch are forbidden, get is allowed: polled with get every so often. The
+    /// rule that would allow a watch.
+    Polling { every: Duration, rule: String },
 }
 
-/// Doubling from 500 ms to at most 5 s between reconnects; reset by any success.
+/// Doubling from 500 ms to at most 2 s between reconnects; reset by any answer. A restarted
+/// API server is found again within 2 s of being ready.
 pub struct CappedBackoff {
     next: Duration,
 }
 
 impl CappedBackoff {
     const FIRST: Duration = Duration::from_millis(500);
-    const CAP: Duration = Duration::from_secs(5);
+    const CAP: Duration = Duration::from_secs(2);
 
     pub fn new() -> Self {
         CappedBackoff { next: Self::FIRST }
+    }
+
+    pub fn reset(&mut self) {
+        self.next = Self::FIRST;
     }
 }
 
@@ -55,65 +99,391 @@ impl Iterator for CappedBackoff {
     }
 }
 
-impl Backoff for CappedBackoff {
-    fn reset(&mut self) {
-        self.next = Self::FIRST;
+/// How a stream treats a forbidden list.
+#[derive(Clone)]
+pub enum WhenForbidden<K> {
+    /// Say so and list again every few seconds.
+    Retry,
+    /// Get this object by name instead, every `cadence(object)`, when get is allowed.
+    Poll { name: String, cadence: fn(Option<&K>) -> Duration },
+}
+
+/// Follows `api` (optionally narrowed by a field selector) until the stream is dropped.
+pub fn follow<K>(
+    api: Api<K>,
+    fields: Option<String>,
+    forbidden: WhenForbidden<K>,
+) -> impl Stream<Item = Signal<K>> + Send + 'static
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+{
+    let (tx, rx) = unbounded();
+    tokio::spawn(async move {
+        // Ends when nobody listens any more (a send fails).
+        let _ = Reflector { api, fields, forbidden, tx }.run().await;
+    });
+    rx
+}
+
+struct Reflector<K> {
+    api: Api<K>,
+    fields: Option<String>,
+    forbidden: WhenForbidden<K>,
+    tx: UnboundedSender<Signal<K>>,
+}
+
+/// The receiver is gone.
+struct Gone;
+
+/// How a list ended.
+enum Listed {
+    /// Read whole; the resourceVersion to watch from.
+    Done(String),
+    Failed(kube::Error),
+}
+
+impl<K> Reflector<K>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+{
+    fn send(&self, s: Signal<K>) -> Result<(), Gone> {
+        self.tx.unbounded_send(s).map_err(|_| Gone)
+    }
+
+    fn link(&self, e: LinkEvent) -> Result<(), Gone> {
+        self.send(Signal::Link(e))
+    }
+
+    async fn run(self) -> Result<(), Gone> {
+        let mut backoff = CappedBackoff::new();
+        let mut version: Option<String> = None;
+        loop {
+            let from = match version.take() {
+                Some(v) => v,
+                None => match self.list().await? {
+                    Listed::Done(v) => {
+                        backoff.reset();
+                        v
+                    }
+                    Listed::Failed(e) => {
+                        match code(&e) {
+                            Some(403) => {
+                                self.link(LinkEvent::Up)?;
+                                self.on_forbidden().await?;
+                            }
+                            Some(410) => self.link(LinkEvent::Expired(expired_cause(None)))?,
+                            _ => {
+                                self.link(LinkEvent::Down(plain_cause(&e)))?;
+                                tokio::time::sleep(backoff.next().unwrap_or_default()).await;
+                            }
+                        }
+                        continue;
+                    }
+                },
+            };
+            let params = WatchParams {
+                field_selector: self.fields.clone(),
+                timeout: Some(WATCH_SECONDS),
+                bookmarks: true,
+                ..WatchParams::default()
+            };
+            let stream = match self.api.watch(&params, &from).await {
+                Ok(s) => s,
+                Err(e) => {
+                    match code(&e) {
+                        Some(410) => self.link(LinkEvent::Expired(expired_cause(Some(&from))))?,
+                        Some(403) => {
+                            self.link(LinkEvent::Up)?;
+                            self.on_forbidden().await?;
+                        }
+                        _ => {
+                            self.link(LinkEvent::Down(plain_cause(&e)))?;
+                            tokio::time::sleep(backoff.next().unwrap_or_default()).await;
+                            version = Some(from);
+                        }
+                    }
+                    continue;
+                }
+            };
+            // Accepted: the connection is live, whether or not anything changes.
+            self.link(LinkEvent::Up)?;
+            backoff.reset();
+            let mut stream = std::pin::pin!(stream);
+            let mut at = from;
+            let mut relist = false;
+            while let Some(item) = stream.next().await {
+                match item {
+                    Ok(WatchEvent::Added(o) | WatchEvent::Modified(o)) => {
+                        at = o.meta().resource_version.clone().unwrap_or(at);
+                        self.send(Signal::Seen(Seen::Applied(o)))?;
+                    }
+                    Ok(WatchEvent::Deleted(o)) => {
+                        at = o.meta().resource_version.clone().unwrap_or(at);
+                        self.send(Signal::Seen(Seen::Deleted(o)))?;
+                    }
+                    Ok(WatchEvent::Bookmark(b)) => at = b.metadata.resource_version,
+                    Ok(WatchEvent::Error(s)) if s.code == 410 => {
+                        self.link(LinkEvent::Expired(expired_cause(Some(&at))))?;
+                        relist = true;
+                        break;
+                    }
+                    Ok(WatchEvent::Error(s)) => {
+                        self.link(LinkEvent::Down(plain_status(&s)))?;
+                        tokio::time::sleep(backoff.next().unwrap_or_default()).await;
+                        break;
+                    }
+                    Err(e) => {
+                        self.link(LinkEvent::Down(plain_cause(&e)))?;
+                        tokio::time::sleep(backoff.next().unwrap_or_default()).await;
+                        break;
+                    }
+                }
+            }
+            // The server ended the watch (its timeout) or it broke: renew it from where it was.
+            if !relist {
+                version = Some(at);
+            }
+        }
+    }
+
+    /// Lists every page; a page whose continue token expired starts the list again, once.
+    async fn list(&self) -> Result<Listed, Gone> {
+        let mut restarted = false;
+        'again: loop {
+            let mut params = ListParams::default().limit(PAGE);
+            params.field_selector = self.fields.clone();
+            let mut first = true;
+            loop {
+                match self.api.list(&params).await {
+                    Ok(page) => {
+                        if first {
+                            self.link(LinkEvent::Up)?;
+                            self.send(Signal::Seen(Seen::List))?;
+                            first = false;
+                        }
+                        let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
+                        let version = page.metadata.resource_version.clone().unwrap_or_default();
+                        self.send(Signal::Seen(Seen::Page(page.items)))?;
+                        match next {
+                            Some(token) => params = params.continue_token(&token),
+                            None => {
+                                self.send(Signal::Seen(Seen::ListDone))?;
+                                return Ok(Listed::Done(version));
+                            }
+                        }
+                    }
+                    Err(e) if code(&e) == Some(410) && params.continue_token.is_some() && !restarted => {
+                        restarted = true;
+                        continue 'again;
+                    }
+                    Err(e) => return Ok(Listed::Failed(e)),
+                }
+            }
+        }
+    }
+
+    /// A forbidden list: retried later, or the object polled with get when that is allowed.
+    async fn on_forbidden(&self) -> Result<(), Gone> {
+        let WhenForbidden::Poll { name, cadence } = &self.forbidden else {
+            self.send(Signal::Forbidden)?;
+            tokio::time::sleep(FORBIDDEN_RETRY).await;
+            return Ok(());
+        };
+        let mut said = false;
+        let mut backoff = CappedBackoff::new();
+        loop {
+            let got = match self.api.get_opt(name).await {
+                Ok(o) => o,
+                Err(e) if code(&e) == Some(403) => {
+                    self.send(Signal::Forbidden)?;
+                    tokio::time::sleep(FORBIDDEN_RETRY).await;
+                    return Ok(());
+                }
+                Err(e) => {
+                    self.link(LinkEvent::Down(plain_cause(&e)))?;
+                    tokio::time::sleep(backoff.next().unwrap_or_default()).await;
+                    continue;
+                }
+            };
+            backoff.reset();
+            self.link(LinkEvent::Up)?;
+            let every = cadence(got.as_ref());
+            if !std::mem::replace(&mut said, true) {
+                self.send(Signal::Polling(every))?;
+            }
+            let page = got.into_iter().collect();
+            self.send(Signal::Seen(Seen::List))?;
+            self.send(Signal::Seen(Seen::Page(page)))?;
+            self.send(Signal::Seen(Seen::ListDone))?;
+            tokio::time::sleep(every).await;
+        }
     }
 }
 
-/// Follows one Lease by name (a list and watch with `fieldSelector=metadata.name=...`, which a
-/// Role naming the Lease by `resourceNames` allows).
+/// How often a Lease is polled when it cannot be watched: a fifth of its
+/// leaseDurationSeconds, between 1 and 5 seconds (2 s while it has no duration or does not
+/// exist). Well under the duration, so a renewal or a takeover is seen within a fraction of
+/// it, and the stale timer (renewTime + 2 x duration) is not delayed by more than that.
+pub fn poll_cadence(duration_seconds: Option<i32>) -> Duration {
+    match duration_seconds {
+        Some(d) if d > 0 => Duration::from_millis(u64::from(d.unsigned_abs()) * 200)
+            .clamp(Duration::from_secs(1), Duration::from_secs(5)),
+        _ => Duration::from_secs(2),
+    }
+}
+
+fn lease_cadence(l: Option<&Lease>) -> Duration {
+    poll_cadence(l.and_then(|l| l.spec.as_ref()?.lease_duration_seconds))
+}
+
+/// Follows one Lease by name: a list and watch with `fieldSelector=metadata.name=...` (which
+/// a Role naming the Lease by `resourceNames` allows), or, when only get is allowed, polling.
 pub fn lease(conn: &Connection, lease: &LeaseRef) -> impl Stream<Item = LeaseUpdate> + Send + 'static {
     let api: Api<Lease> = Api::namespaced(conn.client.clone(), &lease.namespace);
-    let config = watcher::Config::default().fields(&format!("metadata.name={}", lease.name));
-    let rule = format!("list and watch leases.coordination.k8s.io {:?} in namespace {}", lease.name, lease.namespace);
-    let mut pending: Option<Option<Lease>> = None;
-    watcher::watcher(api, config).backoff(CappedBackoff::new()).filter_map(move |event| {
-        let update = match event {
-            Ok(Event::Init) => {
-                pending = Some(None);
+    let fields = format!("metadata.name={}", lease.name);
+    let watch_rule =
+        format!("list and watch leases.coordination.k8s.io {:?} in namespace {}", lease.name, lease.namespace);
+    let forbidden_rule =
+        format!("get, list and watch leases.coordination.k8s.io {:?} in namespace {}", lease.name, lease.namespace);
+    let poll = WhenForbidden::Poll { name: lease.name.clone(), cadence: lease_cadence };
+    let mut pending: Option<Lease> = None;
+    follow(api, Some(fields), poll).filter_map(move |signal| {
+        let update = match signal {
+            Signal::Seen(Seen::List) => {
+                pending = None;
                 None
             }
-            Ok(Event::InitApply(l)) => {
-                pending = Some(Some(l));
+            Signal::Seen(Seen::Page(items)) => {
+                if let Some(l) = items.into_iter().next() {
+                    pending = Some(l);
+                }
                 None
             }
-            Ok(Event::InitDone) => Some(LeaseUpdate::Lease(pending.take().flatten().as_ref().map(LeaseFacts::from))),
-            Ok(Event::Apply(l)) => Some(LeaseUpdate::Lease(Some(LeaseFacts::from(&l)))),
-            Ok(Event::Delete(_)) => Some(LeaseUpdate::Lease(None)),
-            Err(e) => Some(match status_code(&e) {
-                Some(403) => LeaseUpdate::Forbidden(rule.clone()),
-                _ => LeaseUpdate::Interrupted(cause(&e)),
-            }),
+            Signal::Seen(Seen::ListDone) => Some(LeaseUpdate::Lease(pending.take().as_ref().map(LeaseFacts::from))),
+            Signal::Seen(Seen::Applied(l)) => Some(LeaseUpdate::Lease(Some(LeaseFacts::from(&l)))),
+            Signal::Seen(Seen::Deleted(_)) => Some(LeaseUpdate::Lease(None)),
+            Signal::Link(e) => Some(LeaseUpdate::Link(e)),
+            Signal::Forbidden => Some(LeaseUpdate::Forbidden(forbidden_rule.clone())),
+            Signal::Polling(every) => Some(LeaseUpdate::Polling { every, rule: watch_rule.clone() }),
         };
         futures::future::ready(update)
     })
 }
 
-/// The HTTP status behind a watcher error, if the server sent one.
-pub fn status_code(e: &watcher::Error) -> Option<u16> {
+/// The HTTP status behind a failed request, if the server sent one.
+pub fn code(e: &kube::Error) -> Option<u16> {
     match e {
-        watcher::Error::InitialListFailed(kube::Error::Api(s))
-        | watcher::Error::WatchStartFailed(kube::Error::Api(s))
-        | watcher::Error::WatchFailed(kube::Error::Api(s)) => Some(s.code),
-        watcher::Error::WatchError(s) => Some(s.code),
+        kube::Error::Api(s) => Some(s.code),
         _ => None,
     }
 }
 
-/// One line saying why a watch broke.
-pub fn cause(e: &watcher::Error) -> String {
+fn expired_cause(version: Option<&str>) -> String {
+    match version {
+        Some(v) => format!("the API server no longer has resourceVersion {v} (410 Gone)"),
+        None => "the API server no longer has the list's resourceVersion (410 Gone)".into(),
+    }
+}
+
+/// One plain line saying why a request failed, for `watch interrupted: ...`.
+pub fn plain_cause(e: &kube::Error) -> String {
     match e {
-        watcher::Error::WatchError(s) if s.code == 410 => {
-            "the server no longer has our resourceVersion (410 Gone); relisting".into()
-        }
-        watcher::Error::WatchError(s) => format!("{} ({})", s.message, s.code),
-        watcher::Error::InitialListFailed(k) | watcher::Error::WatchStartFailed(k) | watcher::Error::WatchFailed(k) => {
-            match k {
-                kube::Error::Api(s) => format!("{} ({})", s.message, s.code),
-                other => super::failure::root_cause(other),
-            }
-        }
-        watcher::Error::NoResourceVersion => "the server sent no resourceVersion".into(),
+        kube::Error::Api(s) => plain_status(s),
+        other => plain_transport(&chain_text(other)),
+    }
+}
+
+/// An error status the server sent.
+fn plain_status(s: &Status) -> String {
+    let message = crate::error::first_line(&s.message);
+    match s.code {
+        429 => format!("the API server asks to retry later (429: {message})"),
+        500..=599 => format!("the API server failed ({}: {message})", s.code),
+        code => format!("{message} ({code})"),
+    }
+}
+
+/// A failure below HTTP, from the text of its whole chain of causes, in plain words: the raw
+/// rustls or hyper text ("peer closed connection without sending TLS close_notify: https://...")
+/// reads as a bug to a user.
+pub fn plain_transport(chain: &str) -> String {
+    let lower = chain.to_lowercase();
+    let has = |words: &[&str]| words.iter().any(|w| lower.contains(w));
+    if has(&["connection refused"]) {
+        "the API server refuses connections (connection refused)".into()
+    } else if has(&[
+        "close_notify",
+        "unexpected eof",
+        "connection reset",
+        "broken pipe",
+        "connection closed",
+        "incomplete message",
+        "channel closed",
+    ]) {
+        "the API server closed the connection".into()
+    } else if has(&["timed out", "deadline has elapsed", "did not complete within"]) {
+        "the API server did not answer in time".into()
+    } else if has(&["no route to host", "network is unreachable", "host is unreachable"]) {
+        "the API server cannot be reached (no route)".into()
+    } else if has(&["dns error", "failed to lookup", "name or service not known"]) {
+        "the API server's name does not resolve".into()
+    } else {
+        let last = chain.rsplit(": ").next().unwrap_or(chain);
+        crate::error::first_line(last)
+    }
+}
+
+fn chain_text(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut current = e;
+    while let Some(next) = current.source() {
+        text.push_str(": ");
+        text.push_str(&next.to_string());
+        current = next;
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transport_failures_in_plain_words() {
+        assert_eq!(
+            plain_transport(
+                "error reading a body from connection: peer closed connection without sending TLS close_notify: \
+                 https://docs.rs/rustls/latest/rustls/manual/_03_howto/index.html#unexpected-eof"
+            ),
+            "the API server closed the connection"
+        );
+        assert_eq!(
+            plain_transport("client error (Connect): tcp connect error: Connection refused (os error 111)"),
+            "the API server refuses connections (connection refused)"
+        );
+        assert_eq!(
+            plain_transport("request: the request did not complete within 30s"),
+            "the API server did not answer in time"
+        );
+        assert_eq!(plain_transport("something: odd thing happened"), "odd thing happened");
+    }
+
+    #[test]
+    fn a_polled_lease_is_read_at_a_fifth_of_its_duration_between_1_and_5_seconds() {
+        assert_eq!(poll_cadence(Some(15)), Duration::from_secs(3));
+        assert_eq!(poll_cadence(Some(4)), Duration::from_secs(1));
+        assert_eq!(poll_cadence(Some(60)), Duration::from_secs(5));
+        assert_eq!(poll_cadence(Some(10)), Duration::from_secs(2));
+        assert_eq!(poll_cadence(None), Duration::from_secs(2));
+        assert_eq!(poll_cadence(Some(0)), Duration::from_secs(2));
+    }
+
+    #[test]
+    fn backoff_doubles_to_its_cap_and_resets() {
+        let mut b = CappedBackoff::new();
+        let first: Vec<u64> = (0..4).map(|_| b.next().unwrap().as_millis() as u64).collect();
+        assert_eq!(first, [500, 1000, 2000, 2000]);
+        b.reset();
+        assert_eq!(b.next(), Some(Duration::from_millis(500)));
     }
 }

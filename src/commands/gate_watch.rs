@@ -12,8 +12,6 @@ use futures::stream::{self, BoxStream};
 use futures::{Stream, StreamExt};
 use kube::api::Api;
 use kube::core::ApiResource;
-use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher::{self, Event};
 use tokio::time::Instant;
 
 use super::gate::GateOptions;
@@ -21,12 +19,13 @@ use super::{Deps, sleep_opt};
 use crate::cli::Format;
 use crate::cluster::connect::Connection;
 use crate::cluster::fetch::{self, Kueue};
-use crate::cluster::watch::{self as cwatch, CappedBackoff, LeaseUpdate};
+use crate::cluster::watch::{self as cwatch, LeaseUpdate, Seen, Signal, WhenForbidden};
 use crate::cluster::wire;
 use crate::core::fetched::{Denied, Fetched};
-use crate::core::gate::{self, GateFacts, GateReport};
-use crate::core::kueue::{AdmissionCheck, ClusterQueue};
+use crate::core::gate::{self, Chain, CheckKind, GateFacts, GateReport};
+use crate::core::kueue::{AdmissionCheck, ClusterQueue, LocalQueue};
 use crate::core::lease::LeaseState;
+use crate::core::link::{Link, LinkEvent};
 use crate::core::verdict::Verdict;
 use crate::core::waiting::{self, Waiting, WaitingScope};
 use crate::error::Error;
@@ -50,9 +49,7 @@ impl<T> Store<T> {
     fn apply(&mut self, change: StoreChange<T>) {
         match change {
             StoreChange::Init => self.building = Some(BTreeMap::new()),
-            StoreChange::InitApply(k, v) => {
-                self.building.get_or_insert_with(BTreeMap::new).insert(k, v);
-            }
+            StoreChange::Page(items) => self.building.get_or_insert_with(BTreeMap::new).extend(items),
             StoreChange::InitDone => {
                 self.items = self.building.take().unwrap_or_default();
                 self.ready = true;
@@ -84,49 +81,59 @@ impl<T> Store<T> {
 
 enum StoreChange<T> {
     Init,
-    InitApply(String, T),
+    /// One page of a list, each object reduced as it arrives.
+    Page(Vec<(String, T)>),
     InitDone,
     Apply(String, T),
     Delete(String),
     Forbidden(String),
 }
 
-/// Everything the merged watches can say.
-enum Update {
+/// Everything the merged watches can say, and which stream said it.
+struct Update {
+    stream: usize,
+    what: What,
+}
+
+enum What {
     Queue(StoreChange<ClusterQueue>),
     Check(StoreChange<AdmissionCheck>),
     Workload(StoreChange<Vec<Waiting>>),
+    LocalQueue(StoreChange<LocalQueue>),
     Lease(LeaseUpdate),
-    Interrupted(String),
+    Link(LinkEvent),
 }
+
+/// The streams, by index in [`Link`].
+const STREAMS: usize = 5;
 
 /// Watches one Kueue resource and converts each object with `convert`.
 fn kueue_watch<K, T>(
     api: Api<K>,
+    stream: usize,
     rule: String,
     convert: impl Fn(&K) -> (String, T) + Send + 'static,
-    wrap: fn(StoreChange<T>) -> Update,
+    wrap: fn(StoreChange<T>) -> What,
 ) -> BoxStream<'static, Update>
 where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
     T: Send + 'static,
 {
-    watcher::watcher(api, watcher::Config::default())
-        .backoff(CappedBackoff::new())
-        .map(move |event| match event {
-            Ok(Event::Init) => wrap(StoreChange::Init),
-            Ok(Event::InitApply(o)) => {
-                let (k, v) = convert(&o);
-                wrap(StoreChange::InitApply(k, v))
-            }
-            Ok(Event::InitDone) => wrap(StoreChange::InitDone),
-            Ok(Event::Apply(o)) => {
-                let (k, v) = convert(&o);
-                wrap(StoreChange::Apply(k, v))
-            }
-            Ok(Event::Delete(o)) => wrap(StoreChange::Delete(convert(&o).0)),
-            Err(e) if cwatch::status_code(&e) == Some(403) => wrap(StoreChange::Forbidden(rule.clone())),
-            Err(e) => Update::Interrupted(cwatch::cause(&e)),
+    cwatch::follow(api, None, WhenForbidden::Retry)
+        .map(move |signal| {
+            let what = match signal {
+                Signal::Seen(Seen::List) => wrap(StoreChange::Init),
+                Signal::Seen(Seen::Page(items)) => wrap(StoreChange::Page(items.iter().map(&convert).collect())),
+                Signal::Seen(Seen::ListDone) => wrap(StoreChange::InitDone),
+                Signal::Seen(Seen::Applied(o)) => {
+                    let (k, v) = convert(&o);
+                    wrap(StoreChange::Apply(k, v))
+                }
+                Signal::Seen(Seen::Deleted(o)) => wrap(StoreChange::Delete(convert(&o).0)),
+                Signal::Forbidden | Signal::Polling(_) => wrap(StoreChange::Forbidden(rule.clone())),
+                Signal::Link(e) => What::Link(e),
+            };
+            Update { stream, what }
         })
         .boxed()
 }
@@ -145,20 +152,21 @@ pub async fn run(
     let discovered = fetch::discover_kueue(conn, log).await?;
     let namespace = (!opts.all_namespaces).then(|| conn.namespace.clone());
     // The version the watches use is the one these first reads could be served at.
+    // The LocalQueues are read here too (then watched), so that a version Kueue's conversion
+    // webhook cannot serve them at is found before any watch starts.
     let served = fetch::read_served(&discovered, log, async |k: &Kueue| {
-        let (lqs, ()) = futures::try_join!(
+        futures::try_join!(
             fetch::local_queues(conn, k, namespace.as_deref(), log),
             fetch::probe(conn, k, namespace.as_deref(), log)
         )?;
-        Ok(lqs)
+        Ok(())
     })
     .await?;
     if let Some(w) = &served.warning {
         let _ = writeln!(deps.err, "Warning: {w}");
     }
-    let (kueue, local_queues) = (served.kueue, served.value.found().cloned().unwrap_or_default());
-    let streams = watches(conn, &kueue, opts, namespace.as_deref());
-    let result = follow(streams, opts, live, namespace, &local_queues, deps).await;
+    let streams = watches(conn, &served.kueue, opts, namespace.as_deref());
+    let result = follow(streams, opts, live, namespace, deps).await;
     match result {
         Err(Error::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(Exit::Yes),
         other => other,
@@ -180,10 +188,23 @@ fn watches(
     let client = conn.client.clone();
     let cqs: Api<wire::WireClusterQueue> = Api::all_with(client.clone(), &ar("ClusterQueue", "clusterqueues"));
     let acs: Api<wire::WireAdmissionCheck> = Api::all_with(client.clone(), &ar("AdmissionCheck", "admissionchecks"));
-    let wl_ar = ar("Workload", "workloads");
-    let wls: Api<wire::WireWorkload> = match namespace {
+    let scoped = |kind: &str, plural: &str| match namespace {
+        Some(ns) => (Some(ns.to_string()), ar(kind, plural)),
+        None => (None, ar(kind, plural)),
+    };
+    let (wl_ns, wl_ar) = scoped("Workload", "workloads");
+    let wls: Api<wire::WireWorkload> = match &wl_ns {
         Some(ns) => Api::namespaced_with(client.clone(), ns, &wl_ar),
         None => Api::all_with(client.clone(), &wl_ar),
+    };
+    let (lq_ns, lq_ar) = scoped("LocalQueue", "localqueues");
+    let lqs: Api<wire::WireLocalQueue> = match &lq_ns {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &lq_ar),
+        None => Api::all_with(client.clone(), &lq_ar),
+    };
+    let scope = match namespace {
+        Some(ns) => format!("in namespace {ns}"),
+        None => "in all namespaces".into(),
     };
     // Workloads are reduced to the entries at any check that might be dispatch's; which checks
     // are dispatch's is decided at evaluation, from the AdmissionCheck store.
@@ -191,19 +212,22 @@ fn watches(
     vec![
         kueue_watch(
             cqs,
+            0,
             "list and watch clusterqueues.kueue.x-k8s.io (cluster-wide)".into(),
             |o| (key(o), wire::cluster_queue(o)),
-            Update::Queue,
+            What::Queue,
         ),
         kueue_watch(
             acs,
+            1,
             "list and watch admissionchecks.kueue.x-k8s.io (cluster-wide)".into(),
             |o| (key(o), wire::admission_check(o)),
-            Update::Check,
+            What::Check,
         ),
         kueue_watch(
             wls,
-            "list and watch workloads.kueue.x-k8s.io".into(),
+            2,
+            format!("list and watch workloads.kueue.x-k8s.io {scope}"),
             move |o| {
                 let w = wire::workload(o);
                 let scope = WaitingScope {
@@ -213,9 +237,24 @@ fn watches(
                 };
                 (key(o), waiting::select(&w, &scope))
             },
-            Update::Workload,
+            What::Workload,
         ),
-        cwatch::lease(conn, &opts.settings.lease).map(Update::Lease).boxed(),
+        kueue_watch(
+            lqs,
+            3,
+            format!("list and watch localqueues.kueue.x-k8s.io {scope}"),
+            |o| (key(o), wire::local_queue(o)),
+            What::LocalQueue,
+        ),
+        cwatch::lease(conn, &opts.settings.lease)
+            .map(|u| Update {
+                stream: 4,
+                what: match u {
+                    LeaseUpdate::Link(e) => What::Link(e),
+                    other => What::Lease(other),
+                },
+            })
+            .boxed(),
     ]
 }
 
@@ -224,7 +263,6 @@ async fn follow(
     opts: &GateOptions<'_>,
     live: GateLive,
     namespace: Option<String>,
-    local_queues: &[crate::core::kueue::LocalQueue],
     deps: &mut Deps<'_>,
 ) -> Result<Exit, Error> {
     let mut merged: Pin<Box<dyn Stream<Item = Update> + Send>> = Box::pin(stream::select_all(streams));
@@ -232,9 +270,12 @@ async fn follow(
     let mut queues = Store::new();
     let mut checks = Store::new();
     let mut workloads: Store<Vec<Waiting>> = Store::new();
+    let mut local_queues: Store<LocalQueue> = Store::new();
     let mut lease: Option<LeaseUpdate> = None;
     let give_up = live.timeout.map(|t| Instant::now() + t);
-    let mut outage = false;
+    let mut link = Link::new(STREAMS);
+    let mut polling = false;
+    let mut docs = 0;
     let mut shown: Option<Signature> = None;
     let mut shown_waiting: Option<usize> = None;
     let mut last: Option<GateRun> = None;
@@ -267,29 +308,30 @@ async fn follow(
             }
             _ = sleep_opt(stale_at) => {}
             update = merged.next() => {
-                let interrupted = match update {
-                    None => return Ok(Exit::Yes),
-                    Some(Update::Interrupted(cause) | Update::Lease(LeaseUpdate::Interrupted(cause))) => Some(cause),
-                    Some(Update::Queue(c)) => { queues.apply(c); None }
-                    Some(Update::Check(c)) => { checks.apply(c); None }
-                    Some(Update::Workload(c)) => { workloads.apply(c); None }
-                    Some(Update::Lease(l)) => { lease = Some(l); None }
-                };
-                match interrupted {
-                    Some(cause) => {
-                        if !std::mem::replace(&mut outage, true) {
-                            let _ = writeln!(deps.err, "watch interrupted: {cause}; reconnecting");
+                let Some(Update { stream, what }) = update else { return Ok(Exit::Yes) };
+                match what {
+                    What::Link(event) => {
+                        for line in link.observe(stream, event, deps.clock.now()) {
+                            let _ = writeln!(deps.err, "{}", line.line());
                         }
                         continue;
                     }
-                    None if std::mem::take(&mut outage) => {
-                        let _ = writeln!(deps.err, "watch resumed");
+                    What::Lease(LeaseUpdate::Polling { every, rule }) => {
+                        if !std::mem::replace(&mut polling, true) {
+                            let line = super::lease_watch::polling_line(&opts.settings.lease, every, &rule);
+                            let _ = writeln!(deps.err, "{line}");
+                        }
+                        continue;
                     }
-                    None => {}
+                    What::Queue(c) => queues.apply(c),
+                    What::Check(c) => checks.apply(c),
+                    What::Workload(c) => workloads.apply(c),
+                    What::LocalQueue(c) => local_queues.apply(c),
+                    What::Lease(l) => lease = Some(l),
                 }
             }
         }
-        if !(queues.ready && checks.ready && workloads.ready && lease.is_some()) {
+        if !(queues.ready && checks.ready && workloads.ready && local_queues.ready && lease.is_some()) {
             continue;
         }
         let now = deps.clock.now();
@@ -304,7 +346,8 @@ async fn follow(
             holder: None,
         };
         let report = gate::evaluate(opts.settings, &facts, now);
-        let waiting = waiting_rows(&workloads, &report, opts, local_queues);
+        let lqs = local_queues.fetched().found().cloned().unwrap_or_default();
+        let waiting = waiting_rows(&workloads, &report, opts, &lqs);
         let run = GateRun { report, waiting, namespace: namespace.clone(), warnings: Vec::new(), now };
         if live.wait {
             if run.report.verdict == Verdict::Yes {
@@ -317,7 +360,8 @@ async fn follow(
         let signature = signature(&run.report);
         let stalled = run.waiting.found().map(|w| w.iter().filter(|w| w.is_stalled()).count()).unwrap_or(0);
         if shown.as_ref() != Some(&signature) {
-            print_chains(&run, opts, deps)?;
+            print_chains(&run, opts, docs, deps)?;
+            docs += 1;
             shown = Some(signature);
         }
         if shown_waiting != Some(stalled) && opts.output.format != Format::Json && opts.output.format != Format::Yaml {
@@ -336,7 +380,7 @@ fn waiting_rows(
     workloads: &Store<Vec<Waiting>>,
     report: &GateReport,
     opts: &GateOptions<'_>,
-    local_queues: &[crate::core::kueue::LocalQueue],
+    local_queues: &[LocalQueue],
 ) -> Fetched<Vec<Waiting>> {
     let scope = WaitingScope {
         checks: report.dispatch_checks.clone(),
@@ -349,20 +393,28 @@ fn waiting_rows(
     })
 }
 
-/// Per chain: the ClusterQueue, its verdict and deciding reason; a change of any is printed.
-type Signature = Vec<(Option<String>, Verdict, Option<String>)>;
+/// Per chain: the ClusterQueue, its verdict, and the rule that decides it (the first failing
+/// check, else the first unknown one, with its outcome). A change of any is printed; a reason
+/// whose words change while the rule stays (a stale Lease's growing age) is not.
+type Signature = Vec<(Option<String>, Verdict, Option<(CheckKind, &'static str)>)>;
 
 fn signature(report: &GateReport) -> Signature {
-    report.chains.iter().map(|c| (c.cluster_queue.clone(), c.verdict, c.reason.clone())).collect()
+    report.chains.iter().map(|c| (c.cluster_queue.clone(), c.verdict, deciding(c))).collect()
+}
+
+fn deciding(chain: &Chain) -> Option<(CheckKind, &'static str)> {
+    let first = |label: &str| chain.checks.iter().find(|c| c.outcome.label() == label);
+    first("fail").or_else(|| first("unknown")).map(|c| (c.kind, c.outcome.label()))
 }
 
 fn stamp(now: k8s_openapi::jiff::Timestamp) -> String {
     now.strftime("%H:%M:%SZ").to_string()
 }
 
-fn print_chains(run: &GateRun, opts: &GateOptions<'_>, deps: &mut Deps<'_>) -> Result<(), Error> {
+fn print_chains(run: &GateRun, opts: &GateOptions<'_>, docs: usize, deps: &mut Deps<'_>) -> Result<(), Error> {
     match opts.output.format {
-        Format::Json | Format::Yaml => crate::render::structured::json_line(deps.out, &run.document())?,
+        Format::Json => crate::render::structured::json_line(deps.out, &run.document())?,
+        Format::Yaml => crate::render::structured::yaml_document(deps.out, &run.document(), docs)?,
         Format::Table | Format::Wide | Format::Prometheus => {
             let notes: &mut dyn std::io::Write = if opts.output.no_headers { deps.err } else { deps.out };
             writeln!(notes, "{} ReadmissionGate re-evaluated", stamp(run.now))?;
@@ -380,4 +432,54 @@ fn print_chains(run: &GateRun, opts: &GateOptions<'_>, deps: &mut Deps<'_>) -> R
     }
     deps.out.flush()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+    use super::*;
+    use crate::core::gate::GateSettings;
+    use crate::core::kueue::{CheckRule, Condition};
+    use crate::core::lease::LeaseFacts;
+
+    fn at(secs: i64) -> Timestamp {
+        "2026-11-30T12:00:00Z".parse::<Timestamp>().unwrap() + SignedDuration::from_secs(secs)
+    }
+
+    fn facts(renewed: i64) -> GateFacts {
+        let active = Condition { status: "True".into(), reason: None, message: None, last_transition: None };
+        GateFacts {
+            cluster_queues: Fetched::Found(vec![ClusterQueue {
+                name: "team-a".into(),
+                admission_checks: vec![CheckRule { name: "dispatch".into(), on_flavors: vec![] }],
+                active: None,
+            }]),
+            admission_checks: Fetched::Found(vec![AdmissionCheck {
+                name: "dispatch".into(),
+                controller_name: Some("dispatch-admission".into()),
+                active: Some(active),
+            }]),
+            lease: Fetched::Found(LeaseFacts {
+                holder: Some("a".into()),
+                renew_time: Some(at(renewed)),
+                acquire_time: Some(at(0)),
+                duration_seconds: Some(15),
+                transitions: Some(0),
+            }),
+            holder: None,
+        }
+    }
+
+    #[test]
+    fn a_stale_lease_growing_older_keeps_its_signature_and_a_verdict_change_changes_it() {
+        let settings = GateSettings::default();
+        let stale_at_40 = gate::evaluate(&settings, &facts(0), at(40));
+        let stale_at_90 = gate::evaluate(&settings, &facts(0), at(90));
+        assert_ne!(stale_at_40.chains[0].reason, stale_at_90.chains[0].reason, "the reason's age grows");
+        assert_eq!(signature(&stale_at_40), signature(&stale_at_90), "but nothing is printed again");
+        let fresh = gate::evaluate(&settings, &facts(89), at(90));
+        assert_ne!(signature(&fresh), signature(&stale_at_90));
+        assert_eq!(signature(&stale_at_90)[0].2, Some((CheckKind::Heartbeat, "fail")));
+    }
 }

@@ -1,7 +1,9 @@
 //! `kubectl dispatch lease --watch`: one watch on the one Lease, plus a timer set for the
 //! moment it goes stale. A Lease nobody renews sends no events, so the timer, not the server,
 //! reports "stale". Faults (a closed watch, 410, an apiserver restart, a lost connection, a
-//! forbidden watch) are survived: kube's watcher reconnects, with a capped backoff.
+//! forbidden watch) are survived: `cluster::watch` reconnects with a capped backoff, relists
+//! after a 410, or polls with get; `core::link` turns what the connection did into the lines
+//! on stderr and the status line.
 
 use std::future::Future;
 use std::io::Write;
@@ -17,6 +19,7 @@ use crate::cluster::connect::Connection;
 use crate::cluster::watch::{self, LeaseUpdate};
 use crate::core::heartbeat::{Change, Observation, Tracker};
 use crate::core::lease::{LeaseRef, LeaseState};
+use crate::core::link::Link;
 use crate::error::Error;
 use crate::exit::Exit;
 use crate::render::watch::{Columns, change_doc, status_line, summary};
@@ -38,7 +41,7 @@ pub async fn run(
     }
 }
 
-/// The watch loop, over any stream of updates (kube's watcher in the product, a script in
+/// The watch loop, over any stream of updates (`cluster::watch::lease` in the product, a script in
 /// tests) and any shutdown signal. Ends on shutdown, on `--until`, on `--timeout`, or when
 /// stdout is closed.
 pub async fn follow(
@@ -53,8 +56,9 @@ pub async fn follow(
     let mut updates = std::pin::pin!(updates);
     let mut shutdown = std::pin::pin!(shutdown);
     let mut tracker = Tracker::new(lease.clone(), opts.changes_only);
-    let mut view = View { columns: Columns::default(), output, live_line, line_shown: false };
-    let mut outage = false;
+    let mut view = View { columns: Columns::default(), output, live_line, line_shown: false, docs: 0 };
+    let mut link = Link::new(1);
+    let mut polling: Option<Duration> = None;
     let give_up = opts.timeout.map(|t| Instant::now() + t);
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -69,25 +73,28 @@ pub async fn follow(
             _ = sleep_opt(stale_at) => Observation::Tick,
             update = updates.next() => match update {
                 None => break Ok(Exit::Yes),
-                Some(LeaseUpdate::Interrupted(cause)) => {
-                    if !outage {
-                        outage = true;
+                Some(LeaseUpdate::Link(event)) => {
+                    let said = link.observe(0, event, deps.clock.now());
+                    if !said.is_empty() {
                         view.clear(deps.out)?;
-                        let _ = writeln!(deps.err, "watch interrupted: {cause}; reconnecting");
+                    }
+                    for line in said {
+                        let _ = writeln!(deps.err, "{}", line.line());
                     }
                     continue;
                 }
-                Some(LeaseUpdate::Lease(facts)) => {
-                    if std::mem::take(&mut outage) {
+                Some(LeaseUpdate::Polling { every, rule }) => {
+                    if polling.replace(every).is_none() {
                         view.clear(deps.out)?;
-                        let _ = writeln!(deps.err, "watch resumed");
+                        let _ = writeln!(deps.err, "{}", polling_line(lease, every, &rule));
                     }
-                    Observation::Lease(facts)
+                    continue;
                 }
+                Some(LeaseUpdate::Lease(facts)) => Observation::Lease(facts),
                 Some(LeaseUpdate::Forbidden(rule)) => Observation::Forbidden(rule),
             },
             _ = tick.tick(), if live_line => {
-                view.status(&tracker, deps.clock.now(), deps.out)?;
+                view.status(&tracker, &link, polling, deps.clock.now(), deps.out)?;
                 continue;
             }
         };
@@ -98,10 +105,18 @@ pub async fn follow(
         if opts.until.is_some_and(|u| reached(u, &tracker, now)) {
             break Ok(Exit::Yes);
         }
-        view.status(&tracker, now, deps.out)?;
+        view.status(&tracker, &link, polling, now, deps.out)?;
     };
     view.finish(&tracker, deps.out)?;
     end
+}
+
+/// Said once on stderr when the Lease is polled rather than watched.
+pub fn polling_line(lease: &LeaseRef, every: Duration, rule: &str) -> String {
+    format!(
+        "polling Lease {lease} with get every {}: list and watch on it are forbidden (missing RBAC: {rule})",
+        crate::core::duration::go_duration(every)
+    )
 }
 
 /// The non-negative time from `now` to `deadline`.
@@ -131,19 +146,36 @@ fn timed_out(tracker: &Tracker, until: Option<Until>, now: Timestamp) -> Exit {
     }
 }
 
+/// The connection as the status line says it: `live`, `reconnecting since 12s`, or
+/// `polling every 3s`.
+fn connection(link: &Link, polling: Option<Duration>, now: Timestamp) -> String {
+    match (link.status(now), polling) {
+        (crate::core::link::LinkStatus::Live, Some(every)) => {
+            format!("polling every {}", crate::core::duration::go_duration(every))
+        }
+        (status, _) => status.text(),
+    }
+}
+
 /// What is on the screen: the rows, and on a terminal one live status line under them.
 struct View {
     columns: Columns,
     output: Output,
     live_line: bool,
     line_shown: bool,
+    /// Documents written so far (YAML separates them with `---`).
+    docs: usize,
 }
 
 impl View {
     fn change(&mut self, change: &Change, tracker: &Tracker, out: &mut dyn Write) -> std::io::Result<()> {
         self.clear(out)?;
         match self.output.format {
-            Format::Json | Format::Yaml => crate::render::structured::json_line(out, &change_doc(change))?,
+            Format::Json => crate::render::structured::json_line(out, &change_doc(change))?,
+            Format::Yaml => {
+                crate::render::structured::yaml_document(out, &change_doc(change), self.docs)?;
+                self.docs += 1;
+            }
             Format::Table | Format::Wide | Format::Prometheus => {
                 if matches!(change.kind, crate::core::heartbeat::ChangeKind::Observed) && !self.output.no_headers {
                     self.columns.header(out, change)?;
@@ -155,13 +187,20 @@ impl View {
         out.flush()
     }
 
-    fn status(&mut self, tracker: &Tracker, now: Timestamp, out: &mut dyn Write) -> std::io::Result<()> {
+    fn status(
+        &mut self,
+        tracker: &Tracker,
+        link: &Link,
+        polling: Option<Duration>,
+        now: Timestamp,
+        out: &mut dyn Write,
+    ) -> std::io::Result<()> {
         if !self.live_line || !matches!(self.output.format, Format::Table | Format::Wide) {
             return Ok(());
         }
         let Some(a) = tracker.assess(now) else { return Ok(()) };
         let facts = a.facts.clone().unwrap_or_default();
-        let line = status_line(&a.state, facts.holder(), facts.renew_time, now);
+        let line = status_line(&a.state, facts.holder(), facts.renew_time, now, &connection(link, polling, now));
         write!(out, "\r\u{1b}[2K{line}")?;
         self.line_shown = true;
         out.flush()
@@ -193,6 +232,7 @@ mod tests {
     use super::*;
     use crate::clock::Clock;
     use crate::core::lease::LeaseFacts;
+    use crate::core::link::LinkEvent;
     use crate::log::Log;
 
     /// A wall clock that moves with tokio's (paused) time.
@@ -308,17 +348,81 @@ mod tests {
         assert!(out.contains("a -> b after 15s"), "{out}");
     }
 
+    fn down(cause: &str) -> LeaseUpdate {
+        LeaseUpdate::Link(LinkEvent::Down(cause.into()))
+    }
+
+    fn up() -> LeaseUpdate {
+        LeaseUpdate::Link(LinkEvent::Up)
+    }
+
     #[tokio::test(start_paused = true)]
     async fn an_outage_is_reported_once_and_its_end_once() {
         let items = vec![
+            (0, up()),
             (0, renewed("a", 0)),
-            (1, LeaseUpdate::Interrupted("connection refused".into())),
-            (2, LeaseUpdate::Interrupted("connection refused".into())),
+            (1, down("the API server closed the connection")),
+            (2, down("the API server refuses connections (connection refused)")),
+            (4, up()),
             (4, renewed("a", 4)),
         ];
         let (_, out, err, _) = run(items, watch(), 10).await;
-        assert_eq!(err, "watch interrupted: connection refused; reconnecting\nwatch resumed\n");
+        assert_eq!(err, "watch interrupted: the API server closed the connection; reconnecting\nwatch resumed\n");
         assert!(out.lines().any(|l| l.starts_with("12:00:04Z   renewed")), "{out}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_quiet_lease_resumes_when_the_watch_is_back_and_every_outage_is_said() {
+        // Nobody renews: no object event after the first, yet each outage is said and ended.
+        let mut items = vec![(0, up()), (0, renewed("a", 0))];
+        for round in 0..3 {
+            let t = 2 + round * 4;
+            items.push((t, down("the API server closed the connection")));
+            items.push((t + 1, down("the API server refuses connections (connection refused)")));
+            items.push((t + 3, up()));
+        }
+        let (_, out, err, _) = run(items, watch(), 40).await;
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 6, "{err}");
+        for pair in lines.chunks(2) {
+            assert_eq!(
+                pair,
+                ["watch interrupted: the API server closed the connection; reconnecting", "watch resumed"]
+            );
+        }
+        let stale = out.lines().find(|l| l.contains(" stale ")).expect("the stale row, on time");
+        assert!(stale.starts_with("12:00:30Z"), "{stale}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_polled_lease_says_so_once() {
+        let polling = || LeaseUpdate::Polling { every: Duration::from_secs(3), rule: "list and watch leases".into() };
+        let items =
+            vec![(0, up()), (0, polling()), (0, renewed("a", 0)), (3, up()), (3, polling()), (3, renewed("a", 3))];
+        let (_, out, err, _) = run(items, watch(), 10).await;
+        assert_eq!(
+            err,
+            "polling Lease dispatch-system/dispatch-admission with get every 3s: list and watch on it are forbidden \
+             (missing RBAC: list and watch leases)\n"
+        );
+        assert!(out.lines().any(|l| l.starts_with("12:00:03Z   renewed")), "{out}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn yaml_changes_are_documents_separated_by_dashes() {
+        let clock = TokioClock { base: base(), start: Instant::now() };
+        let (mut out, mut err) = (Shared::default(), Shared::default());
+        let log = Log::silent();
+        let mut deps = Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Default::default() };
+        let output = Output { format: Format::Yaml, no_headers: false };
+        let stop = tokio::time::sleep(Duration::from_secs(5));
+        let items = script(vec![(0, renewed("a", 0)), (2, renewed("a", 2))]);
+        follow(items, &LeaseRef::default(), output, watch(), false, stop, &mut deps).await.unwrap();
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        let docs: Vec<&str> = text.split("---\n").collect();
+        assert_eq!(docs.len(), 2, "{text}");
+        assert!(docs[0].starts_with("schema: ") && docs[0].contains("event: observed"), "{text}");
+        assert!(docs[1].contains("event: renewed"), "{text}");
     }
 
     #[tokio::test(start_paused = true)]

@@ -59,8 +59,25 @@ pub fn reads(lease: &LeaseRef, namespace: Option<&str>) -> Vec<Access> {
     const KUEUE: &str = "kueue.x-k8s.io";
     vec![
         at("get", "coordination.k8s.io", "leases", lns, lname, "gate, lease, and the adapter's preflight", true),
-        at("list", "coordination.k8s.io", "leases", lns, lname, "lease --watch, gate --watch and --wait", true),
-        at("watch", "coordination.k8s.io", "leases", lns, lname, "lease --watch, gate --watch and --wait", true),
+        // Without list and watch, the live modes follow the Lease by polling with get.
+        at(
+            "list",
+            "coordination.k8s.io",
+            "leases",
+            lns,
+            lname,
+            "lease --watch, gate --watch and --wait (else they poll)",
+            false,
+        ),
+        at(
+            "watch",
+            "coordination.k8s.io",
+            "leases",
+            lns,
+            lname,
+            "lease --watch, gate --watch and --wait (else they poll)",
+            false,
+        ),
         at("list", KUEUE, "clusterqueues", None, None, "gate (check 1)", true),
         at("watch", KUEUE, "clusterqueues", None, None, "gate --watch and --wait", true),
         at("list", KUEUE, "admissionchecks", None, None, "gate (checks 2 and 3)", true),

@@ -8,6 +8,7 @@ pub mod heartbeat;
 pub mod holder;
 pub mod kueue;
 pub mod lease;
+pub mod link;
 pub mod skew;
 pub mod verdict;
 pub mod waiting;

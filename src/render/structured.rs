@@ -21,3 +21,12 @@ pub fn yaml<T: Serialize>(out: &mut dyn Write, doc: &T) -> io::Result<()> {
     let text = serde_saphyr::to_string(doc).map_err(io::Error::other)?;
     out.write_all(text.as_bytes())
 }
+
+/// One document of a YAML stream: `---` before every document but the first, as
+/// `kubectl get -w -o yaml` separates them.
+pub fn yaml_document<T: Serialize>(out: &mut dyn Write, doc: &T, written: usize) -> io::Result<()> {
+    if written > 0 {
+        writeln!(out, "---")?;
+    }
+    yaml(out, doc)
+}

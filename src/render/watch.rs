@@ -124,9 +124,16 @@ pub fn summary(gaps: &Gaps) -> String {
 }
 
 /// The live status line shown on a terminal under the rows.
-pub fn status_line(state: &LeaseState, holder: Option<&str>, renewed: Option<Timestamp>, now: Timestamp) -> String {
+/// `connection` is the watch's state (`live`, `reconnecting since 12s`, `polling every 3s`).
+pub fn status_line(
+    state: &LeaseState,
+    holder: Option<&str>,
+    renewed: Option<Timestamp>,
+    now: Timestamp,
+    connection: &str,
+) -> String {
     let renewed = renewed.map(|t| format!(", renewed {} ago", human_up(now.duration_since(t)))).unwrap_or_default();
-    format!("{} {}: holder {}{renewed}", time(now), status(state), escape(holder.unwrap_or("<none>")))
+    format!("{} {}: holder {}{renewed} [{connection}]", time(now), status(state), escape(holder.unwrap_or("<none>")))
 }
 
 /// One change as one JSON line.

@@ -9,6 +9,7 @@
 pub mod controller;
 pub mod elector;
 pub mod fixtures;
+pub mod forward;
 pub mod kueue;
 pub mod pods;
 pub mod proxy;
@@ -56,6 +57,13 @@ impl Cluster {
         Cluster::start_with(version, &["--kueue-manager"])
     }
 
+    /// A new cluster whose kube-apiserver serves lists and watches from etcd rather than its
+    /// watch cache, so a watch resumed at a revision etcd compacted, or a continue token from
+    /// before a compaction, gets etcd's 410 Gone.
+    pub fn start_without_watch_cache() -> Cluster {
+        Cluster::start_with("v0.17.0", &["--no-watch-cache"])
+    }
+
     fn start_with(kueue: &str, extra: &[&str]) -> Cluster {
         let state_dir = std::env::temp_dir().join(unique("dispatch-cluster"));
         let out = Command::new(repo().join("tests/cluster/testcluster"))
@@ -101,6 +109,16 @@ impl Cluster {
 
     pub fn start_apiserver(&self) {
         self.harness("start-apiserver");
+    }
+
+    /// Compacts etcd past every resourceVersion handed out so far (`testcluster compact`).
+    pub fn compact(&self) {
+        self.harness("compact");
+    }
+
+    /// `https://127.0.0.1:PORT` of the kube-apiserver.
+    pub fn apiserver_url(&self) -> &str {
+        &self.env["APISERVER_URL"]
     }
 
     pub fn stop(&self) {

@@ -23,6 +23,7 @@ var clientUsers = []struct{ name, group string }{
 	{"no-lease", "no-lease"},
 	{"no-pods", "no-pods"},
 	{"nobody", "nobody"},
+	{"lease-get", "lease-get"},
 }
 
 // keyPair is a PEM certificate and its PEM (PKCS#8) private key.

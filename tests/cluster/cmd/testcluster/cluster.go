@@ -41,6 +41,8 @@ type config struct {
 	kueue        string // a version in kueue.sums, or "none"
 	// kueueManagerBin is Kueue's own manager for that version (--kueue-manager), else "".
 	kueueManagerBin string
+	// noWatchCache: lists and watches are served from etcd (start --no-watch-cache).
+	noWatchCache bool
 }
 
 func configFromEnv(dir, kueue string) (config, error) {
@@ -236,6 +238,9 @@ func startCluster(cfg config) error {
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",
 	}}
+	if cfg.noWatchCache {
+		spec.Args = append(spec.Args, "--watch-cache=false")
+	}
 	specJSON, _ := json.MarshalIndent(spec, "", "  ")
 	if err := writeFileAtomic(filepath.Join(dir, apiserverName+".json"), specJSON, 0o600); err != nil {
 		return err

@@ -26,13 +26,19 @@ const usage = `usage:
       DISPATCH_TEST_STATE_DIR, APISERVER_URL and DISPATCH_TEST_TOKEN_FILE set, tear down,
       exit with CMD's status
       (125 if the cluster failed to start; 130/143 on SIGINT/SIGTERM).
-  testcluster start --state-dir DIR [--kueue VERSION] [--kueue-manager] [--owner-pid PID]
+  testcluster start --state-dir DIR [--kueue VERSION] [--kueue-manager] [--owner-pid PID] [--no-watch-cache]
       start a cluster living in DIR (new or empty), write DIR/env, return once ready. The
       processes outlive this command; with --owner-pid the cluster is torn down and DIR
-      removed within about a second after PID exits.
+      removed within about a second after PID exits. --no-watch-cache: kube-apiserver serves
+      every list and watch from etcd, not from its watch cache (--watch-cache=false), so a
+      watch resumed at a compacted revision, or a list's continue token from before a
+      compaction, gets etcd's 410.
   testcluster stop --state-dir DIR              tear down and remove DIR (idempotent)
   testcluster kill-apiserver --state-dir DIR    SIGKILL kube-apiserver and wait for it
   testcluster start-apiserver --state-dir DIR   start kube-apiserver again, wait until ready
+  testcluster compact --state-dir DIR           write a key to etcd twice (the revision moves on),
+      then compact etcd at that revision: every resourceVersion handed out before is gone (a
+      watch from one, or a list's continue token, answers 410 Gone); prints the revision
   testcluster stop-kueue-manager --state-dir DIR    stop Kueue's manager (SIGTERM) and wait for it
   testcluster start-kueue-manager --state-dir DIR   start it again, wait until ready
   testcluster build-kueue-manager VERSION...    build Kueue's manager for each VERSION into the cache
@@ -73,6 +79,7 @@ func realMain(args []string) int {
 	kueue := fs.String("kueue", defaultKueue, "Kueue version for the CRDs, or none")
 	manager := fs.Bool("kueue-manager", false, "also run Kueue's own controller manager")
 	owner := fs.Int("owner-pid", 0, "tear down when this process exits")
+	noCache := fs.Bool("no-watch-cache", false, "serve lists and watches from etcd, not the watch cache")
 	ownerStart := fs.String("owner-start", "", "(internal)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
@@ -96,7 +103,7 @@ func realMain(args []string) int {
 		}
 		return cmdRun(*kueue, *manager, fs.Args())
 	case "start":
-		return cmdStart(dir, *kueue, *manager, *owner)
+		return cmdStart(dir, *kueue, *manager, *owner, *noCache)
 	case "stop":
 		if err := teardown(dir); err != nil {
 			return fail("%v", err)
@@ -106,6 +113,8 @@ func realMain(args []string) int {
 		return cmdKillAPIServer(dir)
 	case "start-apiserver":
 		return cmdStartAPIServer(dir)
+	case "compact":
+		return cmdCompact(dir)
 	case "stop-kueue-manager":
 		return cmdStopKueueManager(dir)
 	case "start-kueue-manager":
@@ -210,8 +219,9 @@ func cmdBuildKueueManager(versions []string) int {
 	return 0
 }
 
-func cmdStart(dir, kueue string, manager bool, owner int) int {
+func cmdStart(dir, kueue string, manager bool, owner int, noCache bool) int {
 	cfg, err := configFromEnv(dir, kueue)
+	cfg.noWatchCache = noCache
 	if err == nil {
 		err = withKueueManager(&cfg, manager)
 	}

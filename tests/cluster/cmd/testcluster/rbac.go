@@ -6,10 +6,12 @@ import (
 )
 
 // testBindings: namespace dispatch-system, then the plugin's ClusterRole bound to viewer,
-// token-user (the static-token user, same rights as viewer), no-lease and no-pods, the Lease
-// Role bound to viewer, token-user and no-pods (no-lease must get a real 403), and the holder's
-// pod Role bound to viewer and token-user only (no-pods reads the Lease but not its holder's
-// pod). nobody is bound to nothing at all.
+// token-user (the static-token user, same rights as viewer), no-lease, no-pods and lease-get;
+// the Lease Role bound to viewer, token-user and no-pods (no-lease must get a real 403); the
+// holder's pod Role bound to viewer and token-user only (no-pods reads the Lease but not its
+// holder's pod); for lease-get a Role granting only get on the Leases of dispatch-system, as
+// the adapter itself is granted (list and watch answer 403, get 200). nobody is bound to
+// nothing at all.
 const testBindings = `apiVersion: v1
 kind: Namespace
 metadata:
@@ -36,6 +38,33 @@ subjects:
 - apiGroup: rbac.authorization.k8s.io
   kind: User
   name: no-pods
+- apiGroup: rbac.authorization.k8s.io
+  kind: User
+  name: lease-get
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: lease-get-only-test
+  namespace: dispatch-system
+rules:
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["get"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: lease-get-only-test
+  namespace: dispatch-system
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: lease-get-only-test
+subjects:
+- apiGroup: rbac.authorization.k8s.io
+  kind: User
+  name: lease-get
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
