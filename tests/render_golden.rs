@@ -581,7 +581,9 @@ fn workload_golden(name: &str, w: WorkloadFacts, gate: GateFacts, position: Posi
         warnings: vec![],
         now: now(),
     };
-    check_all(name, |output, buf| render::workload::render(&run, output, Style::default(), buf).unwrap());
+    check_all(name, |output, buf| {
+        render::workload::render(&run, output, Style::default(), buf, &mut std::io::sink()).unwrap()
+    });
 }
 
 #[test]

@@ -222,6 +222,9 @@ impl ExecPlugin {
         };
         let said = || last.lock().unwrap_or_else(|p| p.into_inner()).as_deref().map(one_line);
         let Ok((status, out)) = tokio::time::timeout(bound, finished).await else {
+            // Kill it and reap it before going on: kill_on_drop only signals, and a plugin
+            // still dying after the command has ended is one that outlived it.
+            let _ = child.kill().await;
             return Err(ExecError::Timeout { command, after: bound, last_line: said() });
         };
         let status = status.map_err(|e| ExecError::Start { command: command.clone(), cause: e.to_string() })?;

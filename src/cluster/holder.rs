@@ -1,5 +1,7 @@
 //! Reads the holder's pod and its node, beside the Lease. A 403 is a note ([`Fetched::Forbidden`])
-//! and a 404 a fact, as for every read; the verdict never waits on them.
+//! and a 404 a fact, as for every read; the verdict never waits on them. Any other failure (a
+//! 5xx, a timeout, a dropped connection) leaves the pod or its node out, logged at `-v 1`: they
+//! never fail the command that asked.
 
 use std::time::Instant;
 
@@ -27,14 +29,24 @@ pub async fn read(
     };
     let pods: Api<Pod> = Api::namespaced(conn.client.clone(), &lease.namespace);
     let rule = format!("get pods in namespace {}", lease.namespace);
-    let pod =
-        get(conn, &pods, name, &format!("pod {}/{name}", lease.namespace), rule, log).await?.map(|p| pod_facts(&p));
+    let pod = match get(conn, &pods, name, &format!("pod {}/{name}", lease.namespace), rule, log).await {
+        Ok(pod) => pod.map(|p| pod_facts(&p)),
+        Err(e) => {
+            log.info(1, &format!("the holder's pod was not read: {e}"));
+            return Ok(None);
+        }
+    };
     let node_name = pod.found().and_then(|p| p.node.clone());
     let node = match node_name {
         Some(n) => {
             let nodes: Api<Node> = Api::all(conn.client.clone());
-            let node = get(conn, &nodes, &n, &format!("node {n}"), "get nodes (cluster-wide)".into(), log).await?;
-            Some(node.map(|node| node_facts(&n, &node)))
+            match get(conn, &nodes, &n, &format!("node {n}"), "get nodes (cluster-wide)".into(), log).await {
+                Ok(node) => Some(node.map(|node| node_facts(&n, &node))),
+                Err(e) => {
+                    log.info(1, &format!("the holder pod's node was not read: {e}"));
+                    None
+                }
+            }
         }
         None => None,
     };

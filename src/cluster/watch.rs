@@ -194,7 +194,13 @@ where
                         Some(410) => self.link(LinkEvent::Expired(expired_cause(Some(&from))))?,
                         Some(403) => {
                             self.link(LinkEvent::Up)?;
-                            self.on_forbidden().await?;
+                            match &self.forbidden {
+                                // The list was allowed and the watch is not: list again every
+                                // few seconds, keeping what the list showed, rather than
+                                // flipping to forbidden between lists.
+                                WhenForbidden::Retry => tokio::time::sleep(FORBIDDEN_RETRY).await,
+                                WhenForbidden::Poll { .. } => self.on_forbidden().await?,
+                            }
                         }
                         _ => {
                             self.link(LinkEvent::Down(plain_cause(&e)))?;

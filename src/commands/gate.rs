@@ -45,9 +45,10 @@ pub async fn collect(conn: &Connection, opts: &GateOptions<'_>, log: &Log) -> Re
     let lease_and_holder = async {
         let lease = &opts.settings.lease;
         let fetched = fetch::lease(conn, lease, log).await?;
-        // Only wide, JSON and YAML show the holder's pod: a table costs no extra round trip.
+        // Only wide, JSON and YAML show the holder's pod: a table (or an exposition) costs no
+        // extra round trip.
         let holder = match opts.output.format {
-            crate::cli::Format::Table => None,
+            crate::cli::Format::Table | crate::cli::Format::Prometheus => None,
             _ => crate::cluster::holder::read(conn, lease, &fetched, log).await?,
         };
         Ok::<_, Error>((fetched, holder))

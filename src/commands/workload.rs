@@ -18,11 +18,13 @@ use super::Deps;
 
 /// Reads everything in three round trips: discovery; the Workload, the ClusterQueues, the
 /// AdmissionChecks and the Lease concurrently; then its LocalQueue and, when it waits for
-/// quota, its place in the queue.
+/// quota, its place in the queue (and, with `holder_pod`, the Lease holder's pod and node, as
+/// `gate -o wide|json|yaml` shows them).
 pub async fn collect(
     conn: &Connection,
     name: &str,
     settings: &GateSettings,
+    holder_pod: bool,
     log: &Log,
 ) -> Result<(WorkloadInput, Option<String>, Option<(k8s_openapi::jiff::Timestamp, k8s_openapi::jiff::Timestamp)>), Error>
 {
@@ -47,13 +49,20 @@ pub async fn collect(
         };
         Ok::<_, Error>((w, local_queue, cqs, acs, position))
     };
-    let (lease, served) =
-        futures::try_join!(fetch::lease(conn, &settings.lease, log), fetch::read_served(&kueue, log, reads))?;
+    let lease_and_holder = async {
+        let fetched = fetch::lease(conn, &settings.lease, log).await?;
+        let holder = match holder_pod {
+            true => crate::cluster::holder::read(conn, &settings.lease, &fetched, log).await?,
+            false => None,
+        };
+        Ok::<_, Error>((fetched, holder))
+    };
+    let ((lease, holder), served) = futures::try_join!(lease_and_holder, fetch::read_served(&kueue, log, reads))?;
     let (w, local_queue, cluster_queues, admission_checks, position) = served.value;
     let input = WorkloadInput {
         workload: w,
         local_queue,
-        gate: GateFacts { cluster_queues, admission_checks, lease, holder: None },
+        gate: GateFacts { cluster_queues, admission_checks, lease, holder },
         position,
     };
     Ok((input, served.warning, kueue.server_date))
@@ -67,7 +76,8 @@ pub async fn run(
     deps: &mut Deps<'_>,
 ) -> Result<Exit, Error> {
     let now = deps.clock.now();
-    let (input, kueue_warning, server_date) = collect(conn, name, settings, deps.log).await?;
+    let holder_pod = output.format != crate::cli::Format::Table;
+    let (input, kueue_warning, server_date) = collect(conn, name, settings, holder_pod, deps.log).await?;
     let explanation = workload::explain(settings, &input, now);
     let mut warnings: Vec<String> = kueue_warning.into_iter().collect();
     warnings.extend(server_date.and_then(|(server, local)| skew::server_clock(Some(server), local)));
@@ -79,6 +89,6 @@ pub async fn run(
     }
     let through = explanation.stage.is_through();
     let run = WorkloadRun { explanation, warnings, now };
-    crate::render::workload::render(&run, output, deps.style, deps.out)?;
+    crate::render::workload::render(&run, output, deps.style, deps.out, deps.err)?;
     Ok(if through { Exit::Yes } else { Exit::No })
 }

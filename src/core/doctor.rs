@@ -83,6 +83,7 @@ pub fn reads(lease: &LeaseRef, namespace: Option<&str>) -> Vec<Access> {
         at("list", KUEUE, "admissionchecks", None, None, "gate (checks 2 and 3)", true),
         at("watch", KUEUE, "admissionchecks", None, None, "gate --watch and --wait", true),
         at("list", KUEUE, "localqueues", namespace, None, "gate (a waiting Workload's ClusterQueue)", true),
+        at("watch", KUEUE, "localqueues", namespace, None, "gate --watch and --wait", true),
         at("list", KUEUE, "workloads", namespace, None, "gate (the waiting Workloads)", true),
         at("watch", KUEUE, "workloads", namespace, None, "gate --watch and --wait", true),
         at("get", KUEUE, "workloads", namespace, None, "workload NAME", true),

@@ -56,7 +56,8 @@ pub struct Lines<'a> {
 }
 
 impl Lines<'_> {
-    fn note(&mut self) -> &mut dyn Write {
+    /// Where a line that is not a table row goes: stderr under --no-headers, else stdout.
+    pub fn note(&mut self) -> &mut dyn Write {
         match &mut self.notes {
             Some(notes) => &mut **notes,
             None => &mut *self.out,
@@ -105,7 +106,13 @@ pub fn chain_block(
     chain_lines(chain, lease, no_headers, style, &mut Lines { out, notes: no_headers.then_some(notes) })
 }
 
-fn chain_lines(chain: &Chain, lease: &str, no_headers: bool, style: Style, lines: &mut Lines<'_>) -> io::Result<()> {
+pub fn chain_lines(
+    chain: &Chain,
+    lease: &str,
+    no_headers: bool,
+    style: Style,
+    lines: &mut Lines<'_>,
+) -> io::Result<()> {
     let checks = match &chain.admission_checks[..] {
         several @ [_, _, ..] => {
             format!("AdmissionChecks {}", several.iter().map(|c| escape(c)).collect::<Vec<_>>().join(", "))

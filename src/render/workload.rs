@@ -15,67 +15,86 @@ use crate::core::workload::{CheckView, Explanation, PodSetUpdate, Position, Queu
 use crate::report::workload::{WorkloadRun, position_note};
 use crate::settings::Output;
 
+use super::gate::Lines;
+
 pub const CONDITION_HEADERS: &[&str] = &["type", "status", "reason", "since", "message"];
 pub const CHECK_HEADERS: &[&str] = &["check", "controller", "state", "since", "message"];
 pub const CHECK_WIDE_HEADERS: &[&str] =
     &["check", "controller", "state", "since", "retries", "requeue after", "message"];
 const MESSAGE_WIDTH: usize = 60;
 
-pub fn render(run: &WorkloadRun, output: Output, style: Style, out: &mut dyn Write) -> io::Result<()> {
+/// Renders to `out`; with `--no-headers` only table rows go there, and every other line (the
+/// titles, the queue path, the chain's notes and verdict, the closing sentence) goes to `err`.
+pub fn render<'a>(
+    run: &WorkloadRun,
+    output: Output,
+    style: Style,
+    out: &'a mut dyn Write,
+    err: &'a mut dyn Write,
+) -> io::Result<()> {
     match output.format {
         Format::Json => super::structured::json(out, &run.document()),
         Format::Yaml => super::structured::yaml(out, &run.document()),
         // `workload` has no -o prometheus (cli::ReportFormat).
-        Format::Table | Format::Wide | Format::Prometheus => text(run, output, style, out),
+        Format::Table | Format::Wide | Format::Prometheus => {
+            let notes = output.no_headers.then_some(err);
+            text(run, output, style, &mut Lines { out, notes })
+        }
     }
 }
 
-fn text(run: &WorkloadRun, output: Output, style: Style, out: &mut dyn Write) -> io::Result<()> {
+fn text(run: &WorkloadRun, output: Output, style: Style, lines: &mut Lines<'_>) -> io::Result<()> {
     let e = &run.explanation;
     let wide = output.format == Format::Wide;
     writeln!(
-        out,
+        lines.note(),
         "Workload {}/{}{}",
         escape(&e.namespace),
         escape(&e.name),
         if e.active { "" } else { " (spec.active: false)" }
     )?;
-    writeln!(out, "{}", path(e))?;
+    writeln!(lines.note(), "{}", path(e))?;
 
     let conditions = ordered(&e.conditions);
     if !conditions.is_empty() {
-        writeln!(out)?;
+        writeln!(lines.note())?;
         let rows: Vec<Vec<String>> = conditions.iter().map(|(t, c)| condition_row(t, c, run, wide)).collect();
-        table::write(out, CONDITION_HEADERS, &rows, output.no_headers)?;
+        table::write(lines.out, CONDITION_HEADERS, &rows, output.no_headers)?;
     }
 
     if e.checks.is_empty() {
-        writeln!(out)?;
-        writeln!(out, "No admission checks.")?;
+        writeln!(lines.note())?;
+        writeln!(lines.note(), "No admission checks.")?;
     } else {
-        writeln!(out)?;
+        writeln!(lines.note())?;
         let headers = if wide { CHECK_WIDE_HEADERS } else { CHECK_HEADERS };
         let rows: Vec<Vec<String>> = e.checks.iter().map(|c| check_row(c, wide)).collect();
-        table::write(out, headers, &rows, output.no_headers)?;
+        table::write(lines.out, headers, &rows, output.no_headers)?;
         for c in &e.checks {
             for line in extras(c, wide) {
-                writeln!(out, "{line}")?;
+                writeln!(lines.note(), "{line}")?;
             }
         }
     }
 
     if let Some(chain) = &e.gate {
-        writeln!(out)?;
+        writeln!(lines.note())?;
         let lease = e.lease.as_ref().map(|l| l.lease.to_string()).unwrap_or_default();
-        // With --no-headers the chain's title, notes and verdict line are dropped: its rows stay.
-        super::gate::chain_block(chain, &lease, output.no_headers, style, out, &mut io::sink())?;
+        // Wide: the Lease check also says what became of the holder's pod, as gate's does.
+        let mut shown = chain.clone();
+        if wide && let Some(assessed) = &e.lease {
+            for check in &mut shown.checks {
+                check.detail = crate::report::with_holder_pod(check, assessed);
+            }
+        }
+        super::gate::chain_lines(&shown, &lease, output.no_headers, style, lines)?;
     }
 
     match &e.position {
         Position::Found { cluster_queue, local_queue } => {
-            writeln!(out)?;
+            writeln!(lines.note())?;
             writeln!(
-                out,
+                lines.note(),
                 "Position: {cluster_queue} in ClusterQueue {}, {local_queue} in LocalQueue {} (Kueue's visibility API, counted from 0)",
                 e.cluster_queue.as_deref().map(escape).unwrap_or_default(),
                 e.local_queue.as_deref().map(escape).unwrap_or_default()
@@ -83,13 +102,13 @@ fn text(run: &WorkloadRun, output: Output, style: Style, out: &mut dyn Write) ->
         }
         other => {
             if let Some(note) = position_note(other) {
-                writeln!(out)?;
-                writeln!(out, "note: {}", escape(&note))?;
+                writeln!(lines.note())?;
+                writeln!(lines.note(), "note: {}", escape(&note))?;
             }
         }
     }
-    writeln!(out)?;
-    writeln!(out, "Workload {}/{}: {}", escape(&e.namespace), escape(&e.name), escape(&e.summary))
+    writeln!(lines.note())?;
+    writeln!(lines.note(), "Workload {}/{}: {}", escape(&e.namespace), escape(&e.name), escape(&e.summary))
 }
 
 /// `LocalQueue q -> ClusterQueue team-a`, and where the ClusterQueue came from.
