@@ -1,5 +1,5 @@
 //! The README must not drift from the code: its usage blocks are the real `--help`, and its
-//! example is the golden file. `UPDATE_README=1 cargo test --test docs_sync` rewrites them.
+//! examples are the golden files, and its RBAC is deploy/rbac.yaml. `UPDATE_README=1 cargo test --test docs_sync` rewrites them.
 
 use std::process::Command;
 
@@ -12,7 +12,8 @@ fn readme() -> String {
 /// The byte range of the fenced block right after `<!-- marker -->`.
 fn block_after(readme: &str, marker: &str) -> std::ops::Range<usize> {
     let start = readme.find(&format!("<!-- {marker} -->")).unwrap_or_else(|| panic!("README has no <!-- {marker} -->"));
-    let open = start + readme[start..].find("```text\n").expect("a ```text block") + "```text\n".len();
+    let fence = start + readme[start..].find("```").expect("a fenced block");
+    let open = fence + readme[fence..].find('\n').expect("the fence's line") + 1;
     let close = open + readme[open..].find("```\n").expect("the block's end");
     open..close
 }
@@ -57,4 +58,10 @@ fn readme_example_is_the_golden_file() {
         let golden = std::fs::read_to_string(format!("{}/tests/golden/{file}", env!("CARGO_MANIFEST_DIR"))).unwrap();
         check(&format!("golden:{file}"), &golden);
     }
+}
+
+#[test]
+fn readme_rbac_is_deploy_rbac() {
+    let rbac = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/rbac.yaml")).unwrap();
+    check("file:deploy/rbac.yaml", &rbac);
 }
