@@ -301,7 +301,7 @@ fn kubectl_completes_the_plugin_through_kubectl_complete_dispatch() {
     assert!(some.has_line(&cq_a) && !some.has_line(&cq_b), "filtered by the prefix typed:\n{}", some.stdout);
     let checks = complete(&["gate", "--admission-check", "check-"]);
     assert!(checks.has_line(&check), "{}", checks.stdout);
-    let namespaces = complete(&["lease", "-n", ""]);
+    let namespaces = complete(&["gate", "-n", ""]);
     assert!(namespaces.has_line(&ns) && namespaces.has_line("default"), "{}", namespaces.stdout);
     let contexts = complete(&["--context", ""]);
     for context in ["admin", "viewer"] {
