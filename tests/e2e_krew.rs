@@ -315,7 +315,9 @@ fn kubectl_completes_the_plugin_through_kubectl_complete_dispatch() {
     assert!(verbs.stdout.starts_with("gate\t") && verbs.stdout.contains("\nlease\t"), "{}", verbs.stdout);
     let flags = complete(&["gate", "--all"]);
     assert!(
-        flags.stdout.starts_with("--all-states\t") && flags.stdout.contains("\n--all-namespaces\t"),
+        ["--all-namespaces", "--all-states", "--all-contexts"]
+            .iter()
+            .all(|f| flags.lines().iter().any(|l| l.starts_with(&format!("{f}\t")))),
         "{}",
         flags.stdout
     );
