@@ -188,22 +188,24 @@ fn stop_failure(failure: Failure, what: &str) -> Error {
     }
 }
 
+/// GETs one object by name, logged at `-v 6` as `GET URL/NAME CODE in Nms`.
+pub(crate) async fn get_logged<K>(api: &Api<K>, name: &str, log: &Log) -> Result<K, kube::Error>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let started = Instant::now();
+    let result = api.get(name).await;
+    log.info(
+        6,
+        &format!("GET {}/{name} {} in {}ms", api.resource_url(), outcome(&result), started.elapsed().as_millis()),
+    );
+    result
+}
+
 /// GETs the Lease.
 pub async fn lease(conn: &Connection, lease: &LeaseRef, log: &Log) -> Result<Fetched<LeaseFacts>, Error> {
     let api: Api<Lease> = Api::namespaced(conn.client.clone(), &lease.namespace);
-    let started = Instant::now();
-    let result = api.get(&lease.name).await;
-    log.info(
-        6,
-        &format!(
-            "GET {}/{} {} in {}ms",
-            api.resource_url(),
-            lease.name,
-            outcome(&result),
-            started.elapsed().as_millis()
-        ),
-    );
-    match result {
+    match get_logged(&api, &lease.name, log).await {
         Ok(l) => Ok(Fetched::Found(LeaseFacts::from(&l))),
         Err(e) => match classify(e, conn, &format!("Lease {lease}")) {
             Failure::NotFound => Ok(Fetched::Missing),

@@ -3,8 +3,6 @@
 //! 5xx, a timeout, a dropped connection) leaves the pod or its node out, logged at `-v 1`: they
 //! never fail the command that asked.
 
-use std::time::Instant;
-
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::Api;
 
@@ -64,15 +62,7 @@ async fn get<K>(
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    let started = Instant::now();
-    let result = api.get(name).await;
-    let code = match &result {
-        Ok(_) => "200".to_string(),
-        Err(kube::Error::Api(s)) => s.code.to_string(),
-        Err(_) => "failed".into(),
-    };
-    log.info(6, &format!("GET {}/{name} {code} in {}ms", api.resource_url(), started.elapsed().as_millis()));
-    match result {
+    match super::fetch::get_logged(api, name, log).await {
         Ok(k) => Ok(Fetched::Found(k)),
         Err(e) => match classify(e, conn, what) {
             Failure::NotFound => Ok(Fetched::Missing),

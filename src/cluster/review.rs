@@ -103,14 +103,7 @@ pub async fn access(conn: &Connection, access: &Access, log: &Log) -> Result<Ans
 /// GETs a Namespace: found, missing, or forbidden.
 pub async fn namespace(conn: &Connection, name: &str, log: &Log) -> Result<Fetched<()>, Error> {
     let api: Api<Namespace> = Api::all(conn.client.clone());
-    let started = Instant::now();
-    let result = api.get(name).await;
-    let shown = match &result {
-        Ok(_) => "200".into(),
-        other => code(other),
-    };
-    log.info(6, &format!("GET {}/{name} {shown} in {}ms", api.resource_url(), started.elapsed().as_millis()));
-    match result {
+    match super::fetch::get_logged(&api, name, log).await {
         Ok(_) => Ok(Fetched::Found(())),
         Err(e) => match classify(e, conn, &format!("namespace {name}")) {
             Failure::NotFound => Ok(Fetched::Missing),

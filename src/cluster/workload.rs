@@ -30,18 +30,7 @@ pub async fn workload(
 ) -> Result<WorkloadFacts, Error> {
     let api: Api<wire::WireWorkload> =
         Api::namespaced_with(conn.client.clone(), namespace, &kueue.resource("Workload", "workloads"));
-    let started = Instant::now();
-    let result = api.get(name).await;
-    log.info(
-        6,
-        &format!(
-            "GET {}/{name} {} in {}ms",
-            api.resource_url(),
-            fetch::outcome(&result),
-            started.elapsed().as_millis()
-        ),
-    );
-    match result {
+    match fetch::get_logged(&api, name, log).await {
         Ok(w) => Ok(wire::workload_facts(&w)),
         // An object that is not there has a Status of reason NotFound; a resource that is not
         // served answers a plain 404.
@@ -77,18 +66,7 @@ pub async fn local_queue(
 ) -> Result<Fetched<LocalQueue>, Error> {
     let api: Api<wire::WireLocalQueue> =
         Api::namespaced_with(conn.client.clone(), namespace, &kueue.resource("LocalQueue", "localqueues"));
-    let started = Instant::now();
-    let result = api.get(name).await;
-    log.info(
-        6,
-        &format!(
-            "GET {}/{name} {} in {}ms",
-            api.resource_url(),
-            fetch::outcome(&result),
-            started.elapsed().as_millis()
-        ),
-    );
-    match result {
+    match fetch::get_logged(&api, name, log).await {
         Ok(lq) => Ok(Fetched::Found(wire::local_queue(&lq))),
         Err(e) => match classify(e, conn, &format!("LocalQueue {namespace}/{name}")) {
             Failure::NotFound => Ok(Fetched::Missing),
