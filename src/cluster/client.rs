@@ -1,6 +1,7 @@
-//! The HTTP client under kube's `Client`: kube's own layers (base URI, server retries, auth,
-//! extra headers, kube's rustls configuration) over a transport assembled here, because kube's
-//! `ClientBuilder` builds its TCP connector and hyper client itself and cannot carry:
+//! The HTTP client under kube's `Client`: kube's own layers (base URI, auth, extra headers, kube's
+//! rustls configuration) and client-go's retry rule ([`super::retry`]) over a transport
+//! assembled here, because kube's `ClientBuilder` builds its TCP connector and hyper client
+//! itself and cannot carry:
 //! - TCP_NODELAY. kube's connector leaves Nagle's algorithm on, and with several requests in
 //!   flight a small TLS write then waits for a delayed ACK: a 40 ms stall on loopback.
 //! - HTTP/2 (ALPN h2, else HTTP/1.1) with wide flow-control windows, as kubectl has.
@@ -20,7 +21,6 @@ use hyper_util::client::legacy::connect::proxy::{SocksV5, Tunnel};
 use hyper_util::client::legacy::connect::{Connection, HttpConnector};
 use hyper_util::rt::TokioExecutor;
 use kube::client::ConfigExt;
-use kube::client::retry::RetryPolicy;
 use kube::{Client, Config};
 use tower::retry::RetryLayer;
 use tower::util::BoxCloneSyncService;
@@ -30,6 +30,7 @@ use tower_http::decompression::DecompressionLayer;
 use super::credentials::Transport;
 use super::deadline::{Deadline, RequestTimeout};
 use super::exec::{Credential, ExecPlugin};
+use super::retry::RetryAfter;
 use super::tls::TlsConnector;
 use crate::error::Error;
 
@@ -67,7 +68,7 @@ pub fn build(config: Config, route: Route) -> Result<Client, Error> {
     };
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())
-        .option_layer(config.default_retry.then(|| RetryLayer::new(RetryPolicy::server_retry())))
+        .option_layer(config.default_retry.then(|| RetryLayer::new(RetryAfter::default())))
         .option_layer(config.auth_layer().map_err(invalid)?)
         .layer(config.extra_headers_layer().map_err(invalid)?)
         .layer(DecompressionLayer::new().no_br().no_deflate().no_zstd().gzip(!config.disable_compression))

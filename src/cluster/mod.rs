@@ -11,6 +11,7 @@ pub mod fetch;
 pub mod holder;
 pub mod kubeconfig;
 pub mod proxy;
+pub mod retry;
 pub mod review;
 pub mod tls;
 pub mod watch;
