@@ -4,9 +4,10 @@
 //! manager, where Kueue itself reserves quota, refuses it, and puts the Workload at dispatch's
 //! check. kubectl is the oracle for the errors and for the namespace a context defaults to.
 //!
-//! Kueue's visibility API (`visibility.kueue.x-k8s.io`) is not served on the test cluster (the
-//! harness runs Kueue's manager with its visibility server off, and registers no APIService),
-//! so the tests prove the "not served" and "forbidden" notes, not a position.
+//! Kueue's visibility API (`visibility.kueue.x-k8s.io`) is served only where Kueue's own manager
+//! runs (v0.17.0: the harness registers Kueue's APIServices with the apiserver's aggregation
+//! layer). There the positions are read against `kubectl get --raw` of the same API; on the
+//! shared cluster, without a manager, the "not served" and "forbidden" notes are proved.
 
 mod support;
 
@@ -609,6 +610,15 @@ fn through_kueues_manager(version: &'static str) {
         assert_eq!(doc["summary"], "waits for quota, not yet at dispatch's check", "{}", run.stdout);
         return;
     }
+    // Kueue's visibility API, through the aggregation layer, where the manager serves it: the
+    // position Kueue gives (the oracle, read first). The harness cannot choose the address of
+    // an older manager's visibility server, so that one runs without it.
+    let position = (version == "v0.17.0").then(|| {
+        eventually(&format!("Kueue's visibility API lists {b}"), Duration::from_secs(30), || {
+            let listed = pending(c, ns, "q");
+            listed.iter().find(|p| p.0 == b).map(|p| (p.1, p.2)).ok_or_else(|| format!("{listed:?}"))
+        })
+    });
     // Waiting for quota: Kueue's own reason and message, word for word.
     let run = c.dispatch(&["workload", &b, "-n", ns, "-o", "json"]);
     run.expect_code(3);
@@ -617,7 +627,10 @@ fn through_kueues_manager(version: &'static str) {
     assert_eq!(doc["quota"]["condition"]["reason"], refused["reason"]);
     assert_eq!(doc["quota"]["condition"]["message"], refused["message"]);
     let want = format!(
-        "waits for quota{} (Kueue: {}: {})",
+        "waits for quota{}{} (Kueue: {}: {})",
+        position
+            .map(|(cq, lq)| format!(", position {cq} in ClusterQueue team-a ({lq} in LocalQueue q)"))
+            .unwrap_or_default(),
         if doc["admissionChecks"].as_array().is_some_and(|c| !c.is_empty()) {
             ", not yet at dispatch's check"
         } else {
@@ -627,8 +640,198 @@ fn through_kueues_manager(version: &'static str) {
         refused["message"].as_str().unwrap()
     );
     assert_eq!(doc["summary"], want.as_str());
-    // Kueue's manager runs here with its visibility server off: the note says it is not served.
-    assert_eq!(doc["position"]["status"], "notServed");
+    match position {
+        Some((in_cq, in_lq)) => {
+            assert_eq!(doc["position"]["status"], "found", "{}", run.stdout);
+            assert_eq!(doc["position"]["positionInClusterQueue"], in_cq);
+            assert_eq!(doc["position"]["positionInLocalQueue"], in_lq);
+        }
+        None => assert_eq!(doc["position"]["status"], "notServed"),
+    }
+}
+
+/// How many reads of the visibility API the plugin sent so far (the audit log's completed
+/// requests, by the plugin's user agent).
+fn position_reads(c: &Cluster) -> usize {
+    let body = std::fs::read_to_string(c.audit_log()).unwrap_or_default();
+    body.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| {
+            e["stage"] == "ResponseComplete"
+                && e["userAgent"].as_str().is_some_and(|a| a.starts_with("kubectl-dispatch/"))
+                && e["requestURI"].as_str().is_some_and(|u| u.contains("/pendingworkloads"))
+        })
+        .count()
+}
+
+/// `kubectl get --raw` of Kueue's pendingworkloads of LocalQueue `ns/lq` (v1beta2): each
+/// pending Workload's name and its positions in the ClusterQueue and the LocalQueue. The
+/// oracle for the plugin's position.
+fn pending(c: &Cluster, ns: &str, lq: &str) -> Vec<(String, i64, i64)> {
+    let path = format!("/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{ns}/localqueues/{lq}/pendingworkloads");
+    let out = c.kubectl_ok(&["get", "--raw", &path], None);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{path}: not JSON ({e}): {out}"));
+    doc["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{path}: no items: {out}"))
+        .iter()
+        .map(|i| {
+            (
+                i["metadata"]["name"].as_str().unwrap_or_default().to_string(),
+                i["positionInClusterQueue"].as_i64().unwrap_or(-1),
+                i["positionInLocalQueue"].as_i64().unwrap_or(-1),
+            )
+        })
+        .collect()
+}
+
+/// Kueue's visibility API as Kueue v0.17.0's manager serves it through the aggregation layer.
+/// Three Workloads wait for quota behind one that holds it all, in two LocalQueues of one
+/// ClusterQueue: each position, in JSON and in the table, is the one `kubectl get --raw`
+/// reads, for admin and for the viewer (deploy/rbac.yaml's rule). Kueue's own 404 for a
+/// LocalQueue it does not hold is not "not served"; with the manager stopped the apiserver
+/// answers 503: a note each time, never an error.
+#[test]
+fn queue_positions_from_kueues_visibility_api() {
+    let k = Kueue::start("v0.17.0");
+    let c = &k.cluster;
+    k.apply(&format!(
+        "{}{}{}{}{}",
+        k.resource_flavor("default-flavor"),
+        k.admission_check("dispatch"),
+        k.cluster_queue("team-a", "default-flavor", &["dispatch"]),
+        k.local_queue("ml", "q", "team-a"),
+        k.local_queue("ml2", "q2", "team-a"),
+    ));
+    k.apply_status(&k.admission_check_active("dispatch"));
+    c.apply(&fixtures::lease(
+        "dispatch-system",
+        "dispatch-admission",
+        Some("dispatch-admission-0_1"),
+        Some(300),
+        Some(15),
+    ));
+    eventually("Kueue makes ClusterQueue team-a Active", Duration::from_secs(60), || {
+        let cq = k.get(&["clusterqueues.kueue.x-k8s.io", "team-a"]);
+        if condition(&cq, "Active")["status"] == "True" { Ok(()) } else { Err(cq["status"].to_string()) }
+    });
+    let all_cpu = |ns: &str, job: &str, q: &str| k.job(ns, job, q).replace("cpu: \"1\"", "cpu: \"8\"");
+    // job-hold takes all 8 cpu and stays at dispatch's Pending check (the Lease is stale).
+    k.apply(&all_cpu("ml", "job-hold", "q"));
+    let hold = k.workload_of("ml", "job-hold");
+    eventually(&format!("Kueue reserves quota for {hold}"), Duration::from_secs(60), || {
+        let w = k.workload("ml", &hold);
+        if condition(&w, "QuotaReserved")["status"] == "True" { Ok(()) } else { Err(w["status"].to_string()) }
+    });
+    let mut waiting = Vec::new();
+    for (ns, job, q) in [("ml", "job-b", "q"), ("ml", "job-c", "q"), ("ml2", "job-d", "q2")] {
+        k.apply(&all_cpu(ns, job, q));
+        waiting.push((ns, k.workload_of(ns, job), q));
+    }
+    eventually("Kueue's visibility API lists the three waiting Workloads", Duration::from_secs(60), || {
+        let (a, b) = (pending(c, "ml", "q"), pending(c, "ml2", "q2"));
+        if a.len() == 2 && b.len() == 1 { Ok(()) } else { Err(format!("ml/q {a:?}, ml2/q2 {b:?}")) }
+    });
+
+    let mut in_cluster_queue = Vec::new();
+    for (ns, name, q) in &waiting {
+        let listed = pending(c, ns, q);
+        let (_, in_cq, in_lq) =
+            listed.iter().find(|p| &p.0 == name).unwrap_or_else(|| panic!("{name} not in {listed:?}"));
+        in_cluster_queue.push(*in_cq);
+        for context in ["admin", "viewer"] {
+            let run = c.dispatch(&["workload", name, "-n", ns, "--context", context, "-o", "json"]);
+            run.expect_code(3);
+            let doc = run.json();
+            assert_eq!(doc["stage"], "waitingForQuota", "{}", run.stdout);
+            assert_eq!(doc["position"]["status"], "found", "{context}: {}", run.stdout);
+            assert_eq!(doc["position"]["positionInClusterQueue"], *in_cq, "{context}: {}", run.stdout);
+            assert_eq!(doc["position"]["positionInLocalQueue"], *in_lq, "{context}: {}", run.stdout);
+        }
+        let table = c.dispatch(&["workload", name, "-n", ns]);
+        table.expect_code(3);
+        table.expect_line(&format!(
+            "Position: {in_cq} in ClusterQueue team-a, {in_lq} in LocalQueue {q} (Kueue's visibility API, counted from 0)"
+        ));
+        assert_eq!(table.stderr, "");
+    }
+    in_cluster_queue.sort();
+    assert_eq!(in_cluster_queue, [0, 1, 2], "one ClusterQueue, three waiting Workloads");
+
+    // A user who may read Workloads and LocalQueues but not the visibility API: forbidden,
+    // by the apiserver, before the request reaches Kueue.
+    let (ns, name, q) = &waiting[0];
+    let reader = unique("wl-reader");
+    c.apply(&format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: wl-reader\nrules:\n- apiGroups: [\"kueue.x-k8s.io\"]\n  resources: [\"workloads\", \"localqueues\", \"clusterqueues\", \"admissionchecks\"]\n  verbs: [\"get\", \"list\"]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: wl-reader\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: wl-reader\nsubjects:\n- apiGroup: rbac.authorization.k8s.io\n  kind: User\n  name: {reader}\n---\n"
+    ));
+    let run = c.dispatch(&["workload", name, "-n", ns, "--as", &reader, "-o", "json"]);
+    run.expect_code(3);
+    assert_eq!(run.json()["position"]["status"], "forbidden", "{}", run.stdout);
+    assert_eq!(
+        run.json()["position"]["missingRbac"],
+        format!("get localqueues/pendingworkloads.visibility.kueue.x-k8s.io \"{q}\" in namespace {ns}")
+    );
+
+    // A Job queued on a LocalQueue that does not exist: Kueue's visibility server answers 404
+    // for it, which is not "not served".
+    k.apply(&all_cpu("ml", "job-lost", "no-such-queue"));
+    let lost = k.workload_of("ml", "job-lost");
+    let raw = c.kubectl(
+        &[
+            "get",
+            "--raw",
+            "/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/ml/localqueues/no-such-queue/pendingworkloads",
+        ],
+        None,
+    );
+    let raw_err = String::from_utf8_lossy(&raw.stderr).to_string();
+    assert!(!raw.status.success() && raw_err.contains("NotFound"), "{raw:?}");
+    let run = c.dispatch(&["workload", &lost, "-n", "ml", "-o", "json"]);
+    run.expect_code(3);
+    let doc = run.json();
+    assert_eq!(
+        doc["summary"], "waits for LocalQueue no-such-queue, which does not exist in namespace ml",
+        "{}",
+        run.stdout
+    );
+    assert_eq!(doc["position"]["status"], "failed", "{}", run.stdout);
+    assert_eq!(
+        doc["position"]["note"],
+        "no queue position: Kueue's visibility API failed: localqueue.visibility.kueue.x-k8s.io \"no-such-queue\" not found (404)"
+    );
+
+    // Kueue's manager stopped: the APIService stays registered and the apiserver answers 503,
+    // as it does to kubectl. The Workload is still explained; the position is a note.
+    c.stop_kueue_manager();
+    let raw = c.kubectl(
+        &["get", "--raw", "/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/ml/localqueues/q/pendingworkloads"],
+        None,
+    );
+    let raw_err = String::from_utf8_lossy(&raw.stderr).to_string();
+    assert!(!raw.status.success() && raw_err.contains("ServiceUnavailable"), "{raw:?}");
+    let asked_before = position_reads(c);
+    let run = c.dispatch(&["workload", name, "-n", ns, "-o", "json"]);
+    run.expect_code(3);
+    // Asked once, as kubectl does: a 503 without Retry-After is not sent again (kube's own
+    // retry policy sent it 15 times, over about five minutes).
+    let asked = eventually("the audit log records the position's read", Duration::from_secs(10), || {
+        let n = position_reads(c) - asked_before;
+        if n >= 1 { Ok(n) } else { Err(format!("{n} reads")) }
+    });
+    assert_eq!(asked, 1, "the 503 was asked again");
+    let doc = run.json();
+    assert_eq!(doc["stage"], "waitingForQuota", "{}", run.stdout);
+    assert_eq!(doc["position"]["status"], "failed", "{}", run.stdout);
+    let note = doc["position"]["note"].as_str().unwrap_or_default();
+    assert!(
+        note.starts_with("no queue position: Kueue's visibility API failed: ") && note.ends_with("(503)"),
+        "{note}"
+    );
+    let table = c.dispatch(&["workload", name, "-n", ns]);
+    table.expect_code(3);
+    table.expect_line(&format!("note: {note}"));
+    assert_eq!(table.stderr, "", "a failed position is a note, not a warning or error");
 }
 
 /// Everything `workload` sends is a read, the visibility API's GET included (the apiserver's

@@ -125,8 +125,14 @@ pub async fn position(conn: &Connection, namespace: &str, local_queue: &str, nam
                     })
                     .unwrap_or(Position::NotListed { listed });
             }
-            // Not served at this version (or at all): try the next.
-            Err(kube::Error::Api(s)) if s.code == 404 => last = Position::NotServed,
+            // Not served at this version (or at all): try the next. A 404 from Kueue's own
+            // server ("localqueue.visibility.kueue.x-k8s.io \"q\" not found": its queues do
+            // not hold that LocalQueue) is an answer, not a missing API.
+            Err(kube::Error::Api(s))
+                if s.code == 404 && !s.message.starts_with(&format!("localqueue.{VISIBILITY} ")) =>
+            {
+                last = Position::NotServed
+            }
             Err(kube::Error::Api(s)) if s.code == 403 => {
                 return Position::Forbidden(format!(
                     "get localqueues/pendingworkloads.{VISIBILITY} {local_queue:?} in namespace {namespace}"

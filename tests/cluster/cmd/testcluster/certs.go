@@ -38,7 +38,14 @@ type pki struct {
 	ca      keyPair
 	serving keyPair
 	clients map[string]keyPair
+	// The aggregation layer's own CA, as kubeadm makes it (front-proxy-ca): kube-apiserver
+	// presents frontProxyClient when it proxies a request to an aggregated API server
+	// (Kueue's visibility server), which trusts it through --requestheader-client-ca-file.
+	frontProxyCA, frontProxyClient keyPair
 }
+
+// frontProxyClientName is the front-proxy client's CN, the one --requestheader-allowed-names allows.
+const frontProxyClientName = "front-proxy-client"
 
 func newKey() (*ecdsa.PrivateKey, []byte, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -105,6 +112,22 @@ func makePKI(dir string) (*pki, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serving certificate: %w", err)
 	}
+	p.frontProxyCA, err = issue(&x509.Certificate{
+		Subject:  pkix.Name{CommonName: "testcluster-front-proxy-ca"},
+		IsCA:     true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
+	}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("front-proxy CA: %w", err)
+	}
+	p.frontProxyClient, err = issue(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: frontProxyClientName},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, &p.frontProxyCA)
+	if err != nil {
+		return nil, fmt.Errorf("front-proxy client certificate: %w", err)
+	}
 	for _, u := range clientUsers {
 		kp, err := issue(&x509.Certificate{
 			Subject:     pkix.Name{CommonName: u.name, Organization: []string{u.group}},
@@ -131,6 +154,10 @@ func makePKI(dir string) (*pki, error) {
 		"apiserver.key": p.serving.keyPEM,
 		"sa.key":        saPEM,
 		"sa.pub":        pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER}),
+
+		"front-proxy-ca.crt":     p.frontProxyCA.certPEM,
+		"front-proxy-client.crt": p.frontProxyClient.certPEM,
+		"front-proxy-client.key": p.frontProxyClient.keyPEM,
 	}
 	for name, kp := range p.clients {
 		files[name+".crt"] = kp.certPEM
@@ -144,13 +171,22 @@ func makePKI(dir string) (*pki, error) {
 	return p, nil
 }
 
-// issueServing issues a server certificate for 127.0.0.1 and localhost, signed by ca.
-func issueServing(name string, ca *keyPair) (keyPair, error) {
+// issueServing issues a server certificate for 127.0.0.1 and localhost, and for the
+// further names and addresses given, signed by ca.
+func issueServing(name string, ca *keyPair, more ...string) (keyPair, error) {
+	ips, dns := []net.IP{net.ParseIP("127.0.0.1")}, []string{"localhost"}
+	for _, m := range more {
+		if ip := net.ParseIP(m); ip != nil {
+			ips = append(ips, ip)
+		} else {
+			dns = append(dns, m)
+		}
+	}
 	return issue(&x509.Certificate{
 		Subject:     pkix.Name{CommonName: name},
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		DNSNames:    []string{"localhost"},
+		IPAddresses: ips,
+		DNSNames:    dns,
 	}, ca)
 }

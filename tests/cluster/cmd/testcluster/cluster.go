@@ -25,7 +25,8 @@ import (
 //   token                 token-user's bearer token (no newline); token-auth.csv, its --token-auth-file
 //   audit.log             kube-apiserver audit log (level Metadata, JSON lines)
 //   audit-policy.yaml
-//   pki/                  ca, apiserver serving cert, admin/viewer/no-lease/no-pods/nobody client certs, sa.key
+//   pki/                  ca, apiserver serving cert, admin/viewer/no-lease/no-pods/nobody client certs, sa.key,
+//                         front-proxy-ca and front-proxy-client (the aggregation layer)
 //   etcd/                 etcd data
 //   kube-apiserver.json   binary + arguments, for start-apiserver
 //   <name>.pid, <name>.log  for etcd, kube-apiserver, reaper
@@ -237,6 +238,17 @@ func startCluster(cfg config) error {
 		"--audit-log-path=" + auditLog,
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",
+		// The aggregation layer, as kubeadm sets it up, for Kueue's visibility API (an
+		// APIService served by Kueue's manager). Routing to the service's EndpointSlice,
+		// not its ClusterIP: no kube-proxy runs here.
+		"--requestheader-client-ca-file=" + filepath.Join(pkiDir, "front-proxy-ca.crt"),
+		"--requestheader-allowed-names=" + frontProxyClientName,
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file=" + filepath.Join(pkiDir, "front-proxy-client.crt"),
+		"--proxy-client-key-file=" + filepath.Join(pkiDir, "front-proxy-client.key"),
+		"--enable-aggregator-routing=true",
 	}}
 	if cfg.noWatchCache {
 		spec.Args = append(spec.Args, "--watch-cache=false")

@@ -139,14 +139,5 @@ func installKueueCRDs(kubeconfig string, files []string) error {
 	if err := kubectl(kubeconfig, args...); err != nil {
 		return err
 	}
-	// kubectl wait gives up at once, rather than waiting, while a CRD has no conditions yet
-	// (".status.conditions accessor error: <nil>"), which a loaded machine shows: retry then.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		err := kubectl(kubeconfig, append([]string{"wait", "--for=condition=Established", "--timeout=60s"}, names...)...)
-		if err == nil || time.Now().After(deadline) || !strings.Contains(err.Error(), "accessor error") {
-			return err
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return kubectlWait(kubeconfig, "Established", 60*time.Second, names...)
 }

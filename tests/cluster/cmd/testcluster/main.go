@@ -53,8 +53,10 @@ VERSION is a Kueue version pinned in tests/cluster/kueue.sums (default v0.17.0),
 version, built from the Go module tests/cluster/kueue/VERSION into the cache as
 kueue-manager-VERSION; about 6 minutes cold): every CRD of the version, its webhooks
 (mutating, validating, CRD conversion) served on loopback and registered with the apiserver,
-integration batch/job; its log is DIR/kueue-manager.log. It runs in a private mount
-namespace (needs root).
+integration batch/job; its log is DIR/kueue-manager.log. Where the version lets its address
+and port be chosen (v0.17), it also serves Kueue's visibility API (visibility.kueue.x-k8s.io)
+through the apiserver's aggregation layer, on this machine's first non-loopback address. It
+runs in a private mount namespace (needs root).
 `
 
 func main() { os.Exit(realMain(os.Args[1:])) }

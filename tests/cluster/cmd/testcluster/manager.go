@@ -12,7 +12,10 @@ package main
 //     registered with the apiserver by URL, https://127.0.0.1:PORT/..., with a serving
 //     certificate from the cluster's CA;
 //   - run with internal certificate management and leader election off, integration
-//     batch/job, metrics off, VisibilityOnDemand off (its server reads /visibility/tls.crt).
+//     batch/job, metrics off;
+//   - its visibility API served through the aggregation layer where the version lets the
+//     harness choose the server's address and port (visibility.go), VisibilityOnDemand off
+//     otherwise.
 //
 // With internal certificate management off, cmd/kueue reads /etc/kueue/metrics/certs/tls.{crt,key}
 // even when metrics are off. The manager therefore runs in a private mount namespace
@@ -21,7 +24,8 @@ package main
 // root (CAP_SYS_ADMIN), as the tests have here and in CI; without root, a user namespace of
 // the manager's own (where the kernel allows unprivileged ones).
 //
-// DIR/kueue/ holds config.yaml, certs/, the rendered CRDs and webhook configurations;
+// DIR/kueue/ holds config.yaml, certs/, visibility/ (the visibility server's certificate), the
+// rendered CRDs, webhook configurations and visibility.json (APIServices, Service, EndpointSlice);
 // DIR/kueue-manager.log is the manager's log, DIR/kueue-manager.json what restarts it.
 
 import (
@@ -236,7 +240,7 @@ func renderKueueWebhooks(kueueDir, out, webhookURL string, caBundle []byte) erro
 }
 
 // kueueManagerConfig is cmd/kueue's --config: v1beta2 where the version has it, else v1beta1.
-func kueueManagerConfig(kueueDir, certDir string, webhookPort, healthPort int) string {
+func kueueManagerConfig(kueueDir, certDir string, webhookPort, healthPort int, v *visibility) string {
 	apiVersion := "config.kueue.x-k8s.io/v1beta1"
 	if exists(filepath.Join(kueueDir, "apis/config/v1beta2")) {
 		apiVersion = "config.kueue.x-k8s.io/v1beta2"
@@ -259,7 +263,7 @@ metrics:
 integrations:
   frameworks:
   - batch/job
-`, apiVersion, webhookPort, certDir, healthPort)
+%s`, apiVersion, webhookPort, certDir, healthPort, v.configYAML())
 }
 
 // setUpKueueManager renders everything the manager needs, applies the CRDs, the namespace
@@ -270,9 +274,15 @@ func setUpKueueManager(cfg config, p *pki, kueueDir, kubeconfig string) error {
 	if err := os.MkdirAll(certDir, 0o700); err != nil {
 		return err
 	}
-	ports, err := freePorts(2)
+	ports, err := freePorts(3)
 	if err != nil {
 		return err
+	}
+	var vis *visibility
+	if visibilityServed(kueueDir) {
+		if vis, err = prepareVisibility(dir, p, ports[2]); err != nil {
+			return err
+		}
 	}
 	webhookURL := fmt.Sprintf("https://127.0.0.1:%d", ports[0])
 	serving, err := issueServing("kueue-webhook", &p.ca)
@@ -293,7 +303,7 @@ func setUpKueueManager(cfg config, p *pki, kueueDir, kubeconfig string) error {
 		return err
 	}
 	configFile := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(configFile, []byte(kueueManagerConfig(kueueDir, certDir, ports[0], ports[1])), 0o600); err != nil {
+	if err := os.WriteFile(configFile, []byte(kueueManagerConfig(kueueDir, certDir, ports[0], ports[1], vis)), 0o600); err != nil {
 		return err
 	}
 	if err := installKueueCRDs(kubeconfig, crds); err != nil {
@@ -305,11 +315,15 @@ func setUpKueueManager(cfg config, p *pki, kueueDir, kubeconfig string) error {
 	if err := kubectl(kubeconfig, "apply", "--server-side", "--field-manager=testcluster", "-f", webhooks); err != nil {
 		return err
 	}
+	args := []string{"_kueue-exec", "--state-dir", cfg.dir, "--", cfg.kueueManagerBin,
+		"--config=" + configFile, "--kubeconfig=" + kubeconfig, "--zap-log-level=2"}
+	if vis == nil {
+		args = append(args, "--feature-gates=VisibilityOnDemand=false")
+	}
 	spec := kueueManagerSpec{
 		// This very harness binary, even after a newer harness build replaced its file.
-		Bin: selfExe,
-		Args: []string{"_kueue-exec", "--state-dir", cfg.dir, "--", cfg.kueueManagerBin,
-			"--config=" + configFile, "--feature-gates=VisibilityOnDemand=false", "--zap-log-level=2"},
+		Bin:      selfExe,
+		Args:     args,
 		Env:      []string{"KUBECONFIG=" + kubeconfig},
 		ReadyURL: fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1]),
 		Version:  cfg.kueue,
@@ -318,7 +332,13 @@ func setUpKueueManager(cfg config, p *pki, kueueDir, kubeconfig string) error {
 	if err := writeFileAtomic(filepath.Join(cfg.dir, kueueManagerName+".json"), specJSON, 0o600); err != nil {
 		return err
 	}
-	return startKueueManager(cfg.dir, spec)
+	if err := startKueueManager(cfg.dir, spec); err != nil {
+		return err
+	}
+	if vis == nil {
+		return nil
+	}
+	return registerVisibility(kubeconfig, kueueDir, dir, vis)
 }
 
 // startKueueManager starts the manager in a private mount namespace and waits until its
@@ -437,6 +457,11 @@ func kueueExec(dir string, argv []string) int {
 	}
 	if err := privateEtc(dir); err != nil {
 		return fail("Kueue's manager: a private /etc in the mount namespace: %v", err)
+	}
+	if exists(filepath.Join(dir, "kueue", "visibility")) {
+		if err := privateRoot(dir); err != nil {
+			return fail("Kueue's manager: a private / holding /visibility in the mount namespace: %v", err)
+		}
 	}
 	err := syscall.Exec(argv[0], argv, os.Environ())
 	return fail("exec %s: %v", argv[0], err)
