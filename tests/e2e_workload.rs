@@ -461,6 +461,31 @@ fn kubectl_completes_workload_names() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A ResourceFlavor, dispatch's AdmissionCheck (Active), ClusterQueue team-a (8 cpu) listing
+/// it, a LocalQueue on it for each (namespace, name) of `queues`, and the controller's Lease
+/// last renewed 5 minutes ago (stale); returns once Kueue makes team-a Active.
+fn team_a_behind_a_stale_lease(k: &Kueue, queues: &[(&str, &str)]) {
+    let mut objects = k.resource_flavor("default-flavor")
+        + &k.admission_check("dispatch")
+        + &k.cluster_queue("team-a", "default-flavor", &["dispatch"]);
+    for (ns, name) in queues {
+        objects += &k.local_queue(ns, name, "team-a");
+    }
+    k.apply(&objects);
+    k.apply_status(&k.admission_check_active("dispatch"));
+    k.cluster.apply(&fixtures::lease(
+        "dispatch-system",
+        "dispatch-admission",
+        Some("dispatch-admission-0_1"),
+        Some(300),
+        Some(15),
+    ));
+    eventually("Kueue makes ClusterQueue team-a Active", Duration::from_secs(60), || {
+        let cq = k.get(&["clusterqueues.kueue.x-k8s.io", "team-a"]);
+        if condition(&cq, "Active")["status"] == "True" { Ok(()) } else { Err(cq["status"].to_string()) }
+    });
+}
+
 /// Through Kueue v0.17.0's own manager (v1beta2 stored).
 #[test]
 fn through_kueues_manager_v0_17_0() {
@@ -481,26 +506,7 @@ fn through_kueues_manager(version: &'static str) {
     let counts = version != "v0.14.0";
     let c = &k.cluster;
     let ns = "ml";
-    k.apply(&format!(
-        "{}{}{}{}",
-        k.resource_flavor("default-flavor"),
-        k.admission_check("dispatch"),
-        k.cluster_queue("team-a", "default-flavor", &["dispatch"]),
-        k.local_queue(ns, "q", "team-a"),
-    ));
-    k.apply_status(&k.admission_check_active("dispatch"));
-    // The controller's Lease, last renewed 5 minutes ago: stale.
-    c.apply(&fixtures::lease(
-        "dispatch-system",
-        "dispatch-admission",
-        Some("dispatch-admission-0_1"),
-        Some(300),
-        Some(15),
-    ));
-    eventually("Kueue makes ClusterQueue team-a Active", Duration::from_secs(60), || {
-        let cq = k.get(&["clusterqueues.kueue.x-k8s.io", "team-a"]);
-        if condition(&cq, "Active")["status"] == "True" { Ok(()) } else { Err(cq["status"].to_string()) }
-    });
+    team_a_behind_a_stale_lease(&k, &[(ns, "q")]);
     // job-a takes 1 cpu of 8.
     k.apply(&k.job(ns, "job-a", "q"));
     let a = k.workload_of(ns, "job-a");
@@ -695,26 +701,7 @@ fn pending(c: &Cluster, ns: &str, lq: &str) -> Vec<(String, i64, i64)> {
 fn queue_positions_from_kueues_visibility_api() {
     let k = Kueue::start("v0.17.0");
     let c = &k.cluster;
-    k.apply(&format!(
-        "{}{}{}{}{}",
-        k.resource_flavor("default-flavor"),
-        k.admission_check("dispatch"),
-        k.cluster_queue("team-a", "default-flavor", &["dispatch"]),
-        k.local_queue("ml", "q", "team-a"),
-        k.local_queue("ml2", "q2", "team-a"),
-    ));
-    k.apply_status(&k.admission_check_active("dispatch"));
-    c.apply(&fixtures::lease(
-        "dispatch-system",
-        "dispatch-admission",
-        Some("dispatch-admission-0_1"),
-        Some(300),
-        Some(15),
-    ));
-    eventually("Kueue makes ClusterQueue team-a Active", Duration::from_secs(60), || {
-        let cq = k.get(&["clusterqueues.kueue.x-k8s.io", "team-a"]);
-        if condition(&cq, "Active")["status"] == "True" { Ok(()) } else { Err(cq["status"].to_string()) }
-    });
+    team_a_behind_a_stale_lease(&k, &[("ml", "q"), ("ml2", "q2")]);
     let all_cpu = |ns: &str, job: &str, q: &str| k.job(ns, job, q).replace("cpu: \"1\"", "cpu: \"8\"");
     // job-hold takes all 8 cpu and stays at dispatch's Pending check (the Lease is stale).
     k.apply(&all_cpu("ml", "job-hold", "q"));
