@@ -68,7 +68,7 @@ pub fn build(config: Config, route: Route) -> Result<Client, Error> {
     };
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())
-        .option_layer(config.default_retry.then(|| RetryLayer::new(RetryAfter::default())))
+        .option_layer(config.default_retry.then(|| RetryLayer::new(RetryAfter::within(route.request_timeout))))
         .option_layer(config.auth_layer().map_err(invalid)?)
         .layer(config.extra_headers_layer().map_err(invalid)?)
         .layer(DecompressionLayer::new().no_br().no_deflate().no_zstd().gzip(!config.disable_compression))

@@ -1,6 +1,9 @@
-//! When an answer is sent again: client-go's rule, which kubectl follows. A 429 or 5xx that
-//! carries `Retry-After: N` (whole seconds) is asked again after N seconds, at most 10 times;
-//! every other answer is final.
+//! When an answer is asked for again: client-go's rule for answers, which kubectl follows. A
+//! 429 or 5xx that carries `Retry-After: N` (whole seconds) is asked again after N seconds, at
+//! most 10 times, and never past `--request-timeout` counted from the first attempt (client-go
+//! bounds the whole retry loop with it); every other answer is final. Unlike client-go, a GET
+//! whose connection broke (reset, EOF, HTTP/2 GOAWAY) is not sent again here: kube's policy
+//! did not either, and the live modes reconnect on their own.
 //!
 //! kube's `RetryPolicy::server_retry` also retries a 503 or 504 that names no delay, with a
 //! backoff growing to minutes, 15 times: an aggregated API whose server is down (Kueue's
@@ -11,6 +14,7 @@ use std::time::Duration;
 
 use http::{Request, Response, StatusCode, header::RETRY_AFTER};
 use kube::client::Body;
+use tokio::time::Instant;
 use tower::BoxError;
 use tower::retry::Policy;
 
@@ -20,11 +24,15 @@ const MAX_RETRIES: u32 = 10;
 #[derive(Clone, Debug)]
 pub struct RetryAfter {
     left: u32,
+    /// `--request-timeout`: no retry ends past it, counted from the first attempt.
+    timeout: Option<Duration>,
+    /// When the first attempt was sent (tower clones the request for it first).
+    started: Option<Instant>,
 }
 
-impl Default for RetryAfter {
-    fn default() -> Self {
-        RetryAfter { left: MAX_RETRIES }
+impl RetryAfter {
+    pub fn within(timeout: Option<Duration>) -> Self {
+        RetryAfter { left: MAX_RETRIES, timeout, started: None }
     }
 }
 
@@ -50,11 +58,17 @@ impl<Res> Policy<Request<Body>, Response<Res>, BoxError> for RetryAfter {
         if self.left == 0 {
             return None;
         }
+        if let (Some(timeout), Some(started)) = (self.timeout, self.started)
+            && started.elapsed() + delay >= timeout
+        {
+            return None;
+        }
         self.left -= 1;
         Some(tokio::time::sleep(delay))
     }
 
     fn clone_request(&mut self, req: &Request<Body>) -> Option<Request<Body>> {
+        self.started.get_or_insert_with(Instant::now);
         let mut copy = Request::builder().method(req.method().clone()).uri(req.uri().clone()).version(req.version());
         if let Some(headers) = copy.headers_mut() {
             headers.extend(req.headers().clone());
@@ -90,8 +104,27 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn never_past_the_request_timeout() {
+        let mut policy = RetryAfter::within(Some(Duration::from_millis(2500)));
+        let mut req = Request::get("/api").body(Body::empty()).unwrap();
+        assert!(Policy::<_, Response<()>, BoxError>::clone_request(&mut policy, &req).is_some());
+        let mut retried = 0;
+        loop {
+            let mut result: Result<Response<()>, BoxError> = Ok(answer(429, Some("1")));
+            match policy.retry(&mut req, &mut result) {
+                Some(sleep) => {
+                    sleep.await;
+                    retried += 1;
+                }
+                None => break,
+            }
+        }
+        assert_eq!(retried, 2, "after 1 s and 2 s; a third would end at 3 s, past 2.5 s");
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn ten_times_at_most() {
-        let mut policy = RetryAfter::default();
+        let mut policy = RetryAfter::within(None);
         let mut req = Request::get("/api").body(Body::empty()).unwrap();
         let mut retried = 0;
         loop {
@@ -105,7 +138,7 @@ mod tests {
             }
         }
         assert_eq!(retried, 10);
-        let mut other = RetryAfter::default();
+        let mut other = RetryAfter::within(None);
         let mut result: Result<Response<()>, BoxError> = Ok(answer(503, None));
         assert!(other.retry(&mut req, &mut result).is_none());
     }

@@ -442,6 +442,15 @@ func cmdStartKueueManager(dir string) int {
 	if err := startKueueManager(dir, spec); err != nil {
 		return fail("start-kueue-manager: %v", err)
 	}
+	// Its visibility API too: the apiserver finds an APIService Available again only when it
+	// checks next (within about 30 s).
+	apiServices, err := visibilityAPIServices(dir)
+	if err == nil && len(apiServices) > 0 {
+		err = kubectlWait(filepath.Join(dir, "kubeconfig"), "Available", 60*time.Second, apiServices...)
+	}
+	if err != nil {
+		return fail("start-kueue-manager: Kueue's visibility API: %v", err)
+	}
 	fmt.Fprintf(os.Stderr, "testcluster: Kueue's manager %s ready again in %.1fs\n", spec.Version, time.Since(t0).Seconds())
 	return 0
 }

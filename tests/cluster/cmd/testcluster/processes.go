@@ -72,8 +72,13 @@ func withLock(dir string, fn func() error) error {
 // spawn starts bin detached (new session, stdin /dev/null, stdout+stderr appended to
 // DIR/<name>.log) and records its pid in DIR/<name>.pid.
 func spawn(dir, name, bin string, args []string) (*proc, error) {
-	return spawnWith(dir, name, bin, args, nil, &syscall.SysProcAttr{Setsid: true})
+	return spawnWith(dir, name, bin, args, noProxy, &syscall.SysProcAttr{Setsid: true})
 }
+
+// noProxy empties the proxy variables for the cluster's own servers: kube-apiserver's
+// aggregation layer dials Kueue's visibility server on a non-loopback address, which Go's
+// http.ProxyFromEnvironment would send through a proxy set on the machine (loopback never is).
+var noProxy = []string{"HTTPS_PROXY=", "https_proxy=", "HTTP_PROXY=", "http_proxy=", "NO_PROXY=", "no_proxy="}
 
 // spawnWith is spawn with extra environment variables and the process attributes given.
 func spawnWith(dir, name, bin string, args, env []string, attr *syscall.SysProcAttr) (*proc, error) {

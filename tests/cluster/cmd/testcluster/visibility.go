@@ -44,7 +44,7 @@ const visibilityService = "visibility-server"
 // on an address and port of the harness's choosing.
 func visibilityServed(kueueDir string) bool {
 	b, err := os.ReadFile(filepath.Join(kueueDir, "apis/config/v1beta2/configuration_types.go"))
-	if err != nil || !regexp.MustCompile(`(?m)^\s*BindPort \*int32 .*json:"bindPort`).Match(b) {
+	if err != nil || !regexp.MustCompile(`(?m)^\s*BindPort\s+\*int32\s.*json:"bindPort`).Match(b) {
 		return false
 	}
 	files, _ := filepath.Glob(filepath.Join(kueueDir, "config/components/visibility/apiservice_*.yaml"))
@@ -61,9 +61,18 @@ type visibility struct {
 // hostAddress is this machine's first non-loopback, non-link-local unicast address (IPv4
 // first): what an EndpointSlice may name.
 func hostAddress() (string, error) {
-	addrs, err := net.InterfaceAddrs()
+	ifaces, err := net.Interfaces()
 	if err != nil {
 		return "", err
+	}
+	var addrs []net.Addr
+	for _, i := range ifaces {
+		if i.Flags&net.FlagUp == 0 {
+			continue
+		}
+		if a, err := i.Addrs(); err == nil {
+			addrs = append(addrs, a...)
+		}
 	}
 	var v6 string
 	for _, a := range addrs {
@@ -188,6 +197,35 @@ func readYAMLObject(file string) (map[string]any, error) {
 	return obj, nil
 }
 
+// visibilityAPIServices are the APIServices a cluster registered (DIR/kueue/visibility.json),
+// or none when its manager serves no visibility API.
+func visibilityAPIServices(dir string) ([]string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "kueue", "visibility.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	var list struct {
+		Items []struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(b, &list); err != nil {
+		return nil, err
+	}
+	var objs []string
+	for _, i := range list.Items {
+		if i.Kind == "APIService" {
+			objs = append(objs, "apiservice/"+i.Metadata.Name)
+		}
+	}
+	return objs, nil
+}
+
 // registerVisibility applies the rendered objects and waits until the apiserver finds every
 // APIService Available (it has reached the manager through the EndpointSlice).
 func registerVisibility(kubeconfig, kueueDir, dir string, v *visibility) error {
@@ -214,9 +252,9 @@ func registerVisibility(kubeconfig, kueueDir, dir string, v *visibility) error {
 // which a loaded machine shows: retry then.
 func kubectlWait(kubeconfig, condition string, timeout time.Duration, objs ...string) error {
 	deadline := time.Now().Add(timeout)
-	args := append([]string{"wait", "--for=condition=" + condition, fmt.Sprintf("--timeout=%ds", int(timeout.Seconds()))}, objs...)
 	for {
-		err := kubectl(kubeconfig, args...)
+		left := max(int(time.Until(deadline).Seconds()), 1)
+		err := kubectl(kubeconfig, append([]string{"wait", "--for=condition=" + condition, fmt.Sprintf("--timeout=%ds", left)}, objs...)...)
 		if err == nil || time.Now().After(deadline) || !strings.Contains(err.Error(), "accessor error") {
 			return err
 		}
@@ -234,10 +272,16 @@ func privateRoot(dir string) error {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return err
 	}
+	// Its real path: the top-level entry that holds it is bound first (below).
+	root, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return err
+	}
 	if err := syscall.Mount("tmpfs", root, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=0755"); err != nil {
 		return fmt.Errorf("mount a tmpfs on %s: %w", root, err)
 	}
-	entries, err := os.ReadDir("/")
+	var entries []os.DirEntry
+	entries, err = os.ReadDir("/")
 	if err != nil {
 		return err
 	}
