@@ -190,3 +190,31 @@ func issueServing(name string, ca *keyPair, more ...string) (keyPair, error) {
 		DNSNames:    dns,
 	}, ca)
 }
+
+// tlsFiles are the names a serving certificate and its key take in a folder, as
+// controller-runtime and the generic apiserver read them.
+var tlsFiles = [2]string{"tls.crt", "tls.key"}
+
+// writeTLS writes kp as DIR/tls.crt and DIR/tls.key.
+func (kp keyPair) writeTLS(dir string) error {
+	for i, data := range [2][]byte{kp.certPEM, kp.keyPEM} {
+		if err := os.WriteFile(filepath.Join(dir, tlsFiles[i]), data, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyTLS copies FROM/tls.crt and FROM/tls.key into TO.
+func copyTLS(from, to string) error {
+	for _, name := range tlsFiles {
+		b, err := os.ReadFile(filepath.Join(from, name))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(to, name), b, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}

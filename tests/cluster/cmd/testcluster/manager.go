@@ -289,10 +289,8 @@ func setUpKueueManager(cfg config, p *pki, kueueDir, kubeconfig string) error {
 	if err != nil {
 		return fmt.Errorf("Kueue webhook certificate: %w", err)
 	}
-	for name, data := range map[string][]byte{"tls.crt": serving.certPEM, "tls.key": serving.keyPEM} {
-		if err := os.WriteFile(filepath.Join(certDir, name), data, 0o600); err != nil {
-			return err
-		}
+	if err := serving.writeTLS(certDir); err != nil {
+		return err
 	}
 	crds, err := renderKueueCRDs(kueueDir, filepath.Join(dir, "crds"), webhookURL, p.ca.certPEM)
 	if err != nil {
@@ -338,7 +336,7 @@ func setUpKueueManager(cfg config, p *pki, kueueDir, kubeconfig string) error {
 	if vis == nil {
 		return nil
 	}
-	return registerVisibility(kubeconfig, kueueDir, dir, vis)
+	return registerVisibility(kubeconfig, kueueDir, cfg.dir, vis)
 }
 
 // startKueueManager starts the manager in a private mount namespace and waits until its
@@ -444,12 +442,8 @@ func cmdStartKueueManager(dir string) int {
 	}
 	// Its visibility API too: the apiserver finds an APIService Available again only when it
 	// checks next (within about 30 s).
-	apiServices, err := visibilityAPIServices(dir)
-	if err == nil && len(apiServices) > 0 {
-		err = kubectlWait(filepath.Join(dir, "kubeconfig"), "Available", 60*time.Second, apiServices...)
-	}
-	if err != nil {
-		return fail("start-kueue-manager: Kueue's visibility API: %v", err)
+	if err := waitVisibility(filepath.Join(dir, "kubeconfig"), dir); err != nil {
+		return fail("start-kueue-manager: %v", err)
 	}
 	fmt.Fprintf(os.Stderr, "testcluster: Kueue's manager %s ready again in %.1fs\n", spec.Version, time.Since(t0).Seconds())
 	return 0
@@ -497,14 +491,5 @@ func privateEtc(dir string) error {
 	if err := os.MkdirAll(metrics, 0o755); err != nil {
 		return err
 	}
-	for _, name := range []string{"tls.crt", "tls.key"} {
-		b, err := os.ReadFile(filepath.Join(dir, "kueue", "certs", name))
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(metrics, name), b, 0o600); err != nil {
-			return err
-		}
-	}
-	return nil
+	return copyTLS(filepath.Join(dir, "kueue", "certs"), metrics)
 }

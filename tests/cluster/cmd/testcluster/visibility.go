@@ -107,10 +107,8 @@ func prepareVisibility(dir string, p *pki, port int) (*visibility, error) {
 	if err != nil {
 		return nil, fmt.Errorf("Kueue visibility server certificate: %w", err)
 	}
-	for name, data := range map[string][]byte{"tls.crt": serving.certPEM, "tls.key": serving.keyPEM} {
-		if err := os.WriteFile(filepath.Join(v.certDir, name), data, 0o600); err != nil {
-			return nil, err
-		}
+	if err := serving.writeTLS(v.certDir); err != nil {
+		return nil, err
 	}
 	return v, nil
 }
@@ -125,32 +123,29 @@ func (v *visibility) configYAML() string {
 
 // renderVisibility writes Kueue's APIServices, its Service (targetPort: the chosen port) and
 // an EndpointSlice for it as a List.
-func renderVisibility(kueueDir, out string, v *visibility) ([]string, error) {
+func renderVisibility(kueueDir, out string, v *visibility) error {
 	dir := filepath.Join(kueueDir, "config/components/visibility")
 	files, err := filepath.Glob(filepath.Join(dir, "apiservice_*.yaml"))
 	if err != nil || len(files) == 0 {
-		return nil, fmt.Errorf("%s has no apiservice_*.yaml", dir)
+		return fmt.Errorf("%s has no apiservice_*.yaml", dir)
 	}
 	sort.Strings(files)
 	var items []any
-	var names []string
 	for _, f := range files {
 		obj, err := readYAMLObject(f)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		meta, _ := obj["metadata"].(map[string]any)
-		names = append(names, fmt.Sprint(meta["name"]))
 		items = append(items, obj)
 	}
 	svc, err := readYAMLObject(filepath.Join(dir, "service.yaml"))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	spec, _ := svc["spec"].(map[string]any)
 	ports, _ := spec["ports"].([]any)
 	if len(ports) != 1 {
-		return nil, fmt.Errorf("%s/service.yaml: want one port, has %d", dir, len(ports))
+		return fmt.Errorf("%s/service.yaml: want one port, has %d", dir, len(ports))
 	}
 	port, _ := ports[0].(map[string]any)
 	port["targetPort"] = v.port
@@ -177,9 +172,9 @@ func renderVisibility(kueueDir, out string, v *visibility) ([]string, error) {
 	items = append(items, svc, slice)
 	j, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return names, os.WriteFile(out, j, 0o600)
+	return os.WriteFile(out, j, 0o600)
 }
 
 func readYAMLObject(file string) (map[string]any, error) {
@@ -226,23 +221,29 @@ func visibilityAPIServices(dir string) ([]string, error) {
 	return objs, nil
 }
 
-// registerVisibility applies the rendered objects and waits until the apiserver finds every
-// APIService Available (it has reached the manager through the EndpointSlice).
-func registerVisibility(kubeconfig, kueueDir, dir string, v *visibility) error {
-	list := filepath.Join(dir, "visibility.json")
-	names, err := renderVisibility(kueueDir, list, v)
-	if err != nil {
+// registerVisibility renders and applies the objects (DIR/kueue/visibility.json), then waits
+// until the apiserver finds every APIService Available.
+func registerVisibility(kubeconfig, kueueDir, stateDir string, v *visibility) error {
+	list := filepath.Join(stateDir, "kueue", "visibility.json")
+	if err := renderVisibility(kueueDir, list, v); err != nil {
 		return err
 	}
 	if err := kubectl(kubeconfig, "apply", "--server-side", "--field-manager=testcluster", "-f", list); err != nil {
 		return err
 	}
-	var objs []string
-	for _, n := range names {
-		objs = append(objs, "apiservice/"+n)
+	return waitVisibility(kubeconfig, stateDir)
+}
+
+// waitVisibility waits until the apiserver finds every APIService the cluster registered
+// Available (it has reached the manager through the EndpointSlice); at once when its manager
+// serves no visibility API.
+func waitVisibility(kubeconfig, stateDir string) error {
+	apiServices, err := visibilityAPIServices(stateDir)
+	if err != nil || len(apiServices) == 0 {
+		return err
 	}
-	if err := kubectlWait(kubeconfig, "Available", 60*time.Second, objs...); err != nil {
-		return fmt.Errorf("Kueue's visibility API (%s) not Available: %w", strings.Join(names, ", "), err)
+	if err := kubectlWait(kubeconfig, "Available", 60*time.Second, apiServices...); err != nil {
+		return fmt.Errorf("Kueue's visibility API (%s) not Available: %w", strings.Join(apiServices, ", "), err)
 	}
 	return nil
 }
@@ -327,14 +328,8 @@ func privateRoot(dir string) error {
 	if err := os.Mkdir(vis, 0o755); err != nil {
 		return err
 	}
-	for _, name := range []string{"tls.crt", "tls.key"} {
-		b, err := os.ReadFile(filepath.Join(certDir, name))
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(vis, name), b, 0o600); err != nil {
-			return err
-		}
+	if err := copyTLS(certDir, vis); err != nil {
+		return err
 	}
 	if err := syscall.Chroot(root); err != nil {
 		return fmt.Errorf("chroot %s: %w", root, err)
