@@ -64,6 +64,14 @@ tc_find_go() {
 	[[ -x $TESTCLUSTER_GO ]] || tc_die "no go toolchain (not on PATH, not /usr/local/go/bin/go)"
 }
 
+# Keeps the six newest builds of one harness binary (checkouts of different commits or branches
+# on one machine share the cache, so the one just built is not the only one still in use).
+tc_prune() {
+	local cache=$1 prefix=$2
+	find "$cache" -maxdepth 1 -name "$prefix-*" ! -name '*.tmp.*' -printf '%T@ %p\n' |
+		sort -rn | tail -n +7 | cut -d' ' -f2- | xargs -r rm -f --
+}
+
 tc_cache_dir() {
 	echo "${DISPATCH_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-dispatch}/bin"
 }
@@ -96,8 +104,7 @@ tc_ensure_built() {
 		tc_build "$TESTCLUSTER_ETCD" "etcd $etcd_v (cold build takes about 30 seconds)" ./cmd/etcd
 		if [[ ! -x $TESTCLUSTER_BIN ]]; then
 			tc_build "$TESTCLUSTER_BIN" "testcluster harness" ./cmd/testcluster
-			# Older harness builds are of no further use.
-			find "$cache" -maxdepth 1 -name 'testcluster-*' ! -name "testcluster-$hash" ! -name '*.tmp.*' -delete
+			tc_prune "$cache" testcluster
 		fi
 		exec {lockfd}>&-
 	fi
@@ -118,7 +125,7 @@ tc_ensure_proxy_built() {
 		flock "$lockfd"
 		if [[ ! -x $TESTCLUSTER_PROXY ]]; then
 			tc_build_in "$dir" "$TESTCLUSTER_PROXY" "test proxy (goproxy, go-socks5)" .
-			find "$cache" -maxdepth 1 -name 'testproxy-*' ! -name "testproxy-$hash" ! -name '*.tmp.*' -delete
+			tc_prune "$cache" testproxy
 		fi
 		exec {lockfd}>&-
 	fi
@@ -140,7 +147,7 @@ tc_ensure_elector_built() {
 		flock "$lockfd"
 		if [[ ! -x $TESTCLUSTER_ELECTOR ]]; then
 			tc_build_in "$dir" "$TESTCLUSTER_ELECTOR" "test elector (client-go leader election)" .
-			find "$cache" -maxdepth 1 -name 'testelector-*' ! -name "testelector-$hash" ! -name '*.tmp.*' -delete
+			tc_prune "$cache" testelector
 		fi
 		exec {lockfd}>&-
 	fi
@@ -161,7 +168,7 @@ tc_ensure_metricscheck_built() {
 		flock "$lockfd"
 		if [[ ! -x $TESTCLUSTER_METRICSCHECK ]]; then
 			tc_build_in "$dir" "$TESTCLUSTER_METRICSCHECK" "metrics checker (prometheus/common expfmt, promlint)" .
-			find "$cache" -maxdepth 1 -name 'metricscheck-*' ! -name "metricscheck-$hash" ! -name '*.tmp.*' -delete
+			tc_prune "$cache" metricscheck
 		fi
 		exec {lockfd}>&-
 	fi
