@@ -2,12 +2,12 @@
 //! the run with an [`Error`]. Lists are paged (limit 500) and each page is reduced as it
 //! arrives, so memory follows what is kept, not what is listed.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroup;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, ListParams};
+use kube::api::{Api, ListParams, ObjectList};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde::de::DeserializeOwned;
 
@@ -226,7 +226,12 @@ pub(crate) fn outcome<T>(r: &Result<T, kube::Error>) -> String {
     }
 }
 
-/// One list, read page by page (limit 500).
+/// One list, read page by page (limit 500), with the next page asked for before this one is
+/// decoded: the moment a page's text is in, its continue token is read off it (a cheap scan
+/// that skips the items), the next request goes out, and the page is decoded on a blocking
+/// thread while the server builds the next one. So the wall time is near the larger of the
+/// server's work and the plugin's, not their sum, and at most two pages are held at once: the
+/// one being decoded, and the one arriving.
 struct Pager<'a, K> {
     api: Api<K>,
     what: &'a str,
@@ -234,10 +239,55 @@ struct Pager<'a, K> {
     version: &'a str,
     conn: &'a Connection,
     log: &'a Log,
+    /// The page to ask for next, when it has not been asked for yet.
     next: Option<ListParams>,
+    /// The page already asked for, while the one before it is decoded.
+    asked: Option<Asked>,
+    /// Whether to ask for the next page ahead (off for a probe, which reads one page only).
+    ahead: bool,
     forbidden: bool,
     /// The list already started over once, after its continue token expired.
     restarted: bool,
+}
+
+/// One page's request: its parameters, how long the answer took, and the answer's text.
+type Answer = (ListParams, Duration, Result<String, kube::Error>);
+
+/// A page's request under way on the runtime. Dropping it (the list ended early, or failed)
+/// cancels the request, so no read outlives the pager that asked for it.
+struct Asked(tokio::task::JoinHandle<Answer>);
+
+impl Drop for Asked {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl Asked {
+    async fn answer(mut self) -> Answer {
+        match (&mut self.0).await {
+            Ok(answer) => answer,
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        }
+    }
+}
+
+/// The continue token of a list's text, without decoding its items. Kube-apiserver writes a
+/// custom resource's list with its keys sorted (`metadata` last), so the token can only be
+/// found once the page is in whole. `None` when the text is not a list (the full decode then
+/// says what is wrong) or the list is done.
+fn continue_token(text: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        #[serde(default)]
+        metadata: HeadMeta,
+    }
+    #[derive(serde::Deserialize, Default)]
+    struct HeadMeta {
+        #[serde(rename = "continue", default)]
+        token: Option<String>,
+    }
+    serde_json::from_str::<Head>(text).ok()?.metadata.token.filter(|t| !t.is_empty())
 }
 
 /// One page of a list. `restarted`: the list started over from its first page (the continue
@@ -249,11 +299,46 @@ struct Page<K> {
 
 impl<'a, K> Pager<'a, K>
 where
-    K: kube::Resource + Clone + DeserializeOwned + std::fmt::Debug,
+    K: kube::Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
     fn new(api: Api<K>, what: &'a str, kueue: &'a Kueue, conn: &'a Connection, log: &'a Log) -> Self {
         let next = Some(ListParams::default().limit(PAGE));
-        Pager { api, what, version: &kueue.version, conn, log, next, forbidden: false, restarted: false }
+        let version = &kueue.version;
+        Pager { api, what, version, conn, log, next, asked: None, ahead: true, forbidden: false, restarted: false }
+    }
+
+    /// A pager that reads the first page of `limit` objects and nothing after it.
+    fn first_page(
+        api: Api<K>,
+        limit: u32,
+        what: &'a str,
+        kueue: &'a Kueue,
+        conn: &'a Connection,
+        log: &'a Log,
+    ) -> Self {
+        Pager {
+            next: Some(ListParams::default().limit(limit)),
+            ahead: false,
+            ..Pager::new(api, what, kueue, conn, log)
+        }
+    }
+
+    /// Sends the request for one page on the runtime, so that it goes on while this task
+    /// decodes the page before it.
+    fn ask(&self, params: ListParams) -> Asked {
+        let client = self.conn.client.clone();
+        let request = kube::core::Request::new(self.api.resource_url()).list(&params);
+        Asked(tokio::spawn(async move {
+            let started = Instant::now();
+            let text = match request {
+                Ok(mut request) => {
+                    request.extensions_mut().insert("list");
+                    client.request_text(request).await
+                }
+                Err(e) => Err(kube::Error::BuildRequest(e)),
+            };
+            (params, started.elapsed(), text)
+        }))
     }
 
     /// The next page; `None` once the list is done, or forbidden (see [`Pager::end`]). A
@@ -262,9 +347,12 @@ where
     async fn next(&mut self) -> Result<Option<Page<K>>, Error> {
         let mut restarted = false;
         loop {
-            let Some(params) = self.next.take() else { return Ok(None) };
-            let started = Instant::now();
-            let result = self.api.list(&params).await;
+            let asked = match (self.asked.take(), self.next.take()) {
+                (Some(asked), _) => asked,
+                (None, Some(params)) => self.ask(params),
+                (None, None) => return Ok(None),
+            };
+            let (params, took, result) = asked.answer().await;
             self.log.info(
                 6,
                 &format!(
@@ -273,11 +361,11 @@ where
                     params.limit.unwrap_or(PAGE),
                     if params.continue_token.is_some() { "&continue=..." } else { "" },
                     outcome(&result),
-                    started.elapsed().as_millis()
+                    took.as_millis()
                 ),
             );
-            let page = match result {
-                Ok(page) => page,
+            let text = match result {
+                Ok(text) => text,
                 Err(kube::Error::Api(s)) if s.code == 410 && params.continue_token.is_some() && !self.restarted => {
                     self.log.info(
                         1,
@@ -291,27 +379,43 @@ where
                     self.next = Some(ListParams { continue_token: None, ..params });
                     continue;
                 }
+                Err(e) => return self.failed(e),
+            };
+            if self.ahead
+                && let Some(token) = continue_token(&text)
+            {
+                self.asked = Some(self.ask(params.continue_token(&token)));
+            }
+            let decoded = tokio::task::spawn_blocking(move || serde_json::from_str::<ObjectList<K>>(&text))
+                .await
+                .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+            return match decoded {
+                Ok(page) => Ok(Some(Page { items: page.items, restarted })),
                 Err(e) => {
-                    return match classify(e, self.conn, self.what) {
-                        Failure::Forbidden => {
-                            self.forbidden = true;
-                            Ok(None)
-                        }
-                        Failure::NotFound => Err(Error::KueueResourceMissing {
-                            resource: self.what.into(),
-                            group_version: self.api.resource_url().to_string(),
-                        }),
-                        Failure::Conversion(cause) => Err(Error::KueueWebhook {
-                            what: self.what.into(),
-                            versions: format!("{GROUP}/{}", self.version),
-                            cause,
-                        }),
-                        Failure::Stop(e) => Err(e),
-                    };
+                    self.asked = None;
+                    self.failed(kube::Error::SerdeError(e))
                 }
             };
-            self.next = page.metadata.continue_.as_deref().filter(|c| !c.is_empty()).map(|c| params.continue_token(c));
-            return Ok(Some(Page { items: page.items, restarted }));
+        }
+    }
+
+    /// A page that could not be read: forbidden ends the list as data, the rest stop the run.
+    fn failed(&mut self, e: kube::Error) -> Result<Option<Page<K>>, Error> {
+        match classify(e, self.conn, self.what) {
+            Failure::Forbidden => {
+                self.forbidden = true;
+                Ok(None)
+            }
+            Failure::NotFound => Err(Error::KueueResourceMissing {
+                resource: self.what.into(),
+                group_version: self.api.resource_url().to_string(),
+            }),
+            Failure::Conversion(cause) => Err(Error::KueueWebhook {
+                what: self.what.into(),
+                versions: format!("{GROUP}/{}", self.version),
+                cause,
+            }),
+            Failure::Stop(e) => Err(e),
         }
     }
 
@@ -331,7 +435,7 @@ async fn list_pages<K, T>(
     keep: impl Fn(&K) -> T,
 ) -> Result<(Fetched<()>, Vec<T>), Error>
 where
-    K: kube::Resource + Clone + DeserializeOwned + std::fmt::Debug,
+    K: kube::Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
     let mut pager = Pager::new(api, what, kueue, conn, log);
     let mut out = Vec::new();
@@ -405,10 +509,8 @@ pub async fn probe(conn: &Connection, kueue: &Kueue, namespace: Option<&str>, lo
     let cqs: Api<wire::WireClusterQueue> =
         Api::all_with(conn.client.clone(), &kueue.resource("ClusterQueue", "clusterqueues"));
     let wls: Api<wire::WireWorkload> = namespaced_or_all(conn, namespace, &kueue.resource("Workload", "workloads"));
-    let mut cq_pager = Pager::new(cqs, "ClusterQueues", kueue, conn, log);
-    cq_pager.next = Some(ListParams::default().limit(1));
-    let mut wl_pager = Pager::new(wls, "Workloads", kueue, conn, log);
-    wl_pager.next = Some(ListParams::default().limit(1));
+    let mut cq_pager = Pager::first_page(cqs, 1, "ClusterQueues", kueue, conn, log);
+    let mut wl_pager = Pager::first_page(wls, 1, "Workloads", kueue, conn, log);
     futures::try_join!(cq_pager.next(), wl_pager.next())?;
     Ok(())
 }
@@ -434,7 +536,7 @@ pub async fn waiting<T>(
         for item in &items {
             out.extend(waiting::select(&wire::workload(item), &scope));
         }
-        drop(items); // one page in memory at a time, not two
+        drop(items); // one decoded page at a time: the next one is still text
         page = pager.next().await?;
     }
     let fetched = with_rule(pager.end(), format!("list workloads.kueue.x-k8s.io {}", scope_text(namespace)));
@@ -521,5 +623,26 @@ mod tests {
         .err()
         .unwrap();
         assert!(matches!(e, Error::KueueMissing));
+    }
+
+    #[test]
+    fn the_continue_token_is_read_from_a_custom_resource_list_whose_metadata_comes_last() {
+        let page = r#"{"apiVersion":"kueue.x-k8s.io/v1beta2","items":[{"metadata":{"name":"a","annotations":{"continue":"no"}}},{"metadata":{"name":"b"}}],"kind":"WorkloadList","metadata":{"continue":"tok-2","resourceVersion":"9"}}"#;
+        assert_eq!(continue_token(page).as_deref(), Some("tok-2"));
+    }
+
+    #[test]
+    fn the_continue_token_is_read_from_a_built_in_list_whose_metadata_comes_first() {
+        let page = r#"{"kind":"LeaseList","apiVersion":"coordination.k8s.io/v1","metadata":{"resourceVersion":"9","continue":"tok"},"items":[]}"#;
+        assert_eq!(continue_token(page).as_deref(), Some("tok"));
+    }
+
+    #[test]
+    fn a_last_page_or_a_text_that_is_no_list_has_no_continue_token() {
+        assert_eq!(continue_token(r#"{"items":[],"metadata":{"resourceVersion":"9"}}"#), None);
+        assert_eq!(continue_token(r#"{"items":[],"metadata":{"continue":""}}"#), None);
+        assert_eq!(continue_token(r#"{"items":[]}"#), None);
+        assert_eq!(continue_token(r#"{"items":[{"#), None);
+        assert_eq!(continue_token("<html>"), None);
     }
 }
