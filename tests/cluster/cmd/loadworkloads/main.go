@@ -22,6 +22,13 @@
 //	    issue 5's measures: the delay from a renewal's write to the plugin's "renewed" row,
 //	    and from a Lease's stale deadline (renewTime + 2 x duration) to its "stale" row,
 //	    plus the plugin's CPU time over the renewals.
+//	loadworkloads churn -rate N -for D -from A -to B [-moves M] [-owner-pid PID]
+//	    a busy cluster: N status writes a second for D, moving M admitted Workloads of [A, B)
+//	    to dispatch's Pending check one at a time and back (see churn.go), then restoring them.
+//	loadworkloads churnwatch -rate N -for D -from A -to B [-moves M] [-settle S] -- CMD ARGS...
+//	    runs CMD (a watch), waits for its first line and S more, churns as above, and reports
+//	    CMD's CPU time and peak RSS and, where its lines say "N Workloads at dispatch's Pending
+//	    check", each write's delay from its response to the first line showing its count.
 //	loadworkloads blackhole [-addr 127.0.0.1:0] [-owner-pid PID]
 //	    prints the address, then accepts connections and never answers (an unreachable
 //	    cluster that only a timeout ends), until SIGINT/SIGTERM or until PID is gone.
@@ -68,7 +75,7 @@ const (
 	flavor         = "a100-on-demand"
 )
 
-const usage = `usage: loadworkloads setup|workloads|renew|watchlatency|blackhole|latency [flags]
+const usage = `usage: loadworkloads setup|workloads|renew|watchlatency|churn|churnwatch|blackhole|latency [flags]
   (see the comment at the top of tests/cluster/cmd/loadworkloads/main.go; -h for flags)
 `
 
@@ -99,6 +106,10 @@ func main() {
 	delay := fs.Duration("delay", 25*time.Millisecond, "latency: the delay in each direction")
 	mbit := fs.Float64("mbit", 0, "latency: the link's bandwidth in Mbit/s each way (0: unlimited)")
 	byteLog := fs.String("log", "", "latency: append each connection's bytes (down=N up=M) to this file")
+	rate := fs.Float64("rate", 20, "churn: status writes a second")
+	churnFor := fs.Duration("for", 120*time.Second, "churn: how long to write")
+	moves := fs.Int("moves", 50, "churn: Workloads moved to the check and back in each round")
+	settle := fs.Duration("settle", 5*time.Second, "churnwatch: wait after the watch's first line before writing")
 	if err := fs.Parse(args); err != nil {
 		os.Exit(2)
 	}
@@ -128,6 +139,16 @@ func main() {
 		exitOn(renewLoop(c, *lease, *every, *duration, stopped(*owner)))
 	case "watchlatency":
 		exitOn(watchLatency(c, fs.Args(), *samples, *staleSamples, *every))
+	case "churn", "churnwatch":
+		ch, err := newChurner(c, *from, *to, *namespaces, *waitingEvery, *moves)
+		exitOn(err)
+		if verb == "churn" {
+			writes, err := ch.run(*rate, *churnFor, stopped(*owner))
+			exitOn(err)
+			fmt.Printf("%d writes over %s\n", len(writes), *churnFor)
+		} else {
+			exitOn(churnWatch(ch, fs.Args(), *rate, *churnFor, *settle))
+		}
 	default:
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
