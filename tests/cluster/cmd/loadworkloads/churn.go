@@ -127,8 +127,9 @@ func (ch *churner) restore(step int) error {
 	return nil
 }
 
-// countLine is a line of `gate --watch` that says how many Workloads wait at the check.
-var countLine = regexp.MustCompile(`(\d+) Workloads? at dispatch's Pending check`)
+// countLine is a line of `gate --watch` that says how many Workloads wait at the check:
+// "12:00:00Z 3 workloads wait at dispatch's Pending check".
+var countLine = regexp.MustCompile(`(\d+) workloads? waits? at dispatch's Pending check`)
 
 type seen struct {
 	count int
@@ -198,7 +199,8 @@ func churnWatch(ch *churner, argv []string, rate float64, total time.Duration, s
 	if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
 		peak = ru.Maxrss * 1024
 	}
-	fmt.Printf("%-58s %d writes over %s (%.1f a second)\n", "churn", len(writes), total, rate)
+	fmt.Printf("%-58s %d writes over %s (%.1f a second; asked for %.1f)\n", "churn", len(writes), total,
+		float64(len(writes))/total.Seconds(), rate)
 	fmt.Printf("%-58s %s\n", "the watch's first line after", ms(ready))
 	fmt.Printf("%-58s %s\n", "CPU time of the watch (user + system)", ms(cpu))
 	fmt.Printf("%-58s %.1f MiB\n", "peak RSS of the watch", float64(peak)/(1<<20))
@@ -217,6 +219,8 @@ func churnWatch(ch *churner, argv []string, rate float64, total time.Duration, s
 			if l.at.Before(w.sent) || l.count != want {
 				continue
 			}
+			// The watch event can leave the server before the write's response does: a
+			// line read before the response counts as no delay.
 			d := l.at.Sub(w.answered)
 			if d < 0 {
 				d = 0

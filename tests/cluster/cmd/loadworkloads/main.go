@@ -27,8 +27,8 @@
 //	    to dispatch's Pending check one at a time and back (see churn.go), then restoring them.
 //	loadworkloads churnwatch -rate N -for D -from A -to B [-moves M] [-settle S] -- CMD ARGS...
 //	    runs CMD (a watch), waits for its first line and S more, churns as above, and reports
-//	    CMD's CPU time and peak RSS and, where its lines say "N Workloads at dispatch's Pending
-//	    check", each write's delay from its response to the first line showing its count.
+//	    CMD's CPU time and peak RSS and, where its lines say "N workloads wait at dispatch's
+//	    Pending check", each write's delay from its response to the first line showing its count.
 //	loadworkloads blackhole [-addr 127.0.0.1:0] [-owner-pid PID]
 //	    prints the address, then accepts connections and never answers (an unreachable
 //	    cluster that only a timeout ends), until SIGINT/SIGTERM or until PID is gone.
