@@ -8,7 +8,7 @@ use crate::commands::gate::{self, GateOptions};
 use crate::commands::{Deps, gate_watch, lease, lease_watch, workload};
 use crate::error::Error;
 use crate::exit::Exit;
-use crate::settings::{Invocation, Verb};
+use crate::invocation::{Invocation, Verb};
 
 pub async fn run(inv: &Invocation, deps: &mut Deps<'_>) -> Result<Exit, Error> {
     // Live modes never hand an exec credential plugin the terminal: it would fight the status

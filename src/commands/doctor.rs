@@ -10,9 +10,9 @@ use crate::core::lease::LeaseRef;
 use crate::core::waiting::WaitingScope;
 use crate::error::Error;
 use crate::exit::Exit;
+use crate::invocation::Output;
 use crate::log::Log;
 use crate::render::doctor::DoctorRun;
-use crate::settings::Output;
 
 use super::Deps;
 

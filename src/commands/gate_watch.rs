@@ -16,7 +16,6 @@ use tokio::time::Instant;
 
 use super::gate::GateOptions;
 use super::{Deps, sleep_opt};
-use crate::cli::Format;
 use crate::cluster::connect::Connection;
 use crate::cluster::fetch::{self, Kueue};
 use crate::cluster::watch::{self as cwatch, LeaseUpdate, Seen, Signal, WhenForbidden};
@@ -30,8 +29,9 @@ use crate::core::verdict::Verdict;
 use crate::core::waiting::{self, Waiting, WaitingScope};
 use crate::error::Error;
 use crate::exit::Exit;
+use crate::invocation::Format;
+use crate::invocation::GateLive;
 use crate::report::GateRun;
-use crate::settings::GateLive;
 
 /// One object list kept current by a watch.
 struct Store<T> {

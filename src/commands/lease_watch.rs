@@ -14,7 +14,6 @@ use k8s_openapi::jiff::Timestamp;
 use tokio::time::Instant;
 
 use super::{Deps, sleep_opt};
-use crate::cli::{Format, Until};
 use crate::cluster::connect::Connection;
 use crate::cluster::watch::{self, LeaseUpdate};
 use crate::core::heartbeat::{Change, Observation, Tracker};
@@ -22,8 +21,9 @@ use crate::core::lease::{LeaseRef, LeaseState};
 use crate::core::link::Link;
 use crate::error::Error;
 use crate::exit::Exit;
+use crate::invocation::{Format, Until};
+use crate::invocation::{LeaseWatch, Output};
 use crate::render::watch::{Columns, change_doc, status_line, summary};
-use crate::settings::{LeaseWatch, Output};
 
 pub async fn run(
     conn: &Connection,

@@ -10,9 +10,9 @@ use crate::core::skew;
 use crate::core::workload::{self, Position, WorkloadInput};
 use crate::error::Error;
 use crate::exit::Exit;
+use crate::invocation::Output;
 use crate::log::Log;
 use crate::report::workload::WorkloadRun;
-use crate::settings::Output;
 
 use super::Deps;
 
@@ -76,7 +76,7 @@ pub async fn run(
     deps: &mut Deps<'_>,
 ) -> Result<Exit, Error> {
     let now = deps.clock.now();
-    let holder_pod = output.format != crate::cli::Format::Table;
+    let holder_pod = output.format != crate::invocation::Format::Table;
     let (input, kueue_warning, server_date) = collect(conn, name, settings, holder_pod, deps.log).await?;
     let explanation = workload::explain(settings, &input, now);
     let mut warnings: Vec<String> = kueue_warning.into_iter().collect();

@@ -9,11 +9,11 @@ use serde::Serialize;
 use super::Style;
 use super::sanitize::cell;
 use super::table;
-use crate::cli::Format;
 use crate::core::doctor::{Answer, DoctorReport, Finding, Level};
 use crate::core::verdict::Verdict;
+use crate::invocation::Format;
+use crate::invocation::Output;
 use crate::report::SCHEMA;
-use crate::settings::Output;
 
 pub const HEADERS: &[&str] = &["area", "check", "result", "detail"];
 

@@ -6,9 +6,9 @@ use serde::Serialize;
 
 use super::sanitize::cell;
 use super::table;
-use crate::cli::Format;
+use crate::invocation::Format;
+use crate::invocation::Output;
 use crate::report::{GateDocument, GateRun, SCHEMA};
-use crate::settings::Output;
 
 pub const HEADERS: &[&str] = &["context", "clusterqueue", "verdict", "reason", "waiting"];
 
