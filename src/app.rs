@@ -1,7 +1,7 @@
 //! Runs one invocation: connect, then the verb. Returns the exit to use; errors are printed by
 //! `main`, once.
 
-use crate::cluster::connect;
+use crate::cluster::connecting::connect;
 use crate::commands::doctor::{self, DoctorOptions};
 use crate::commands::fleet::{self, FleetOptions};
 use crate::commands::gate::{self, GateOptions};

@@ -38,7 +38,7 @@ pub enum Error {
     Proxy { server: String, proxy: String, cause: String },
 
     #[error(transparent)]
-    Exec(#[from] crate::cluster::exec::ExecError),
+    Exec(#[from] crate::cluster::connecting::exec::ExecError),
 
     #[error("Kueue is not installed: the API server does not serve the API group kueue.x-k8s.io")]
     KueueMissing,
@@ -125,6 +125,15 @@ impl Error {
 /// The first line of a message, trimmed: kube's and serde's errors can run to several.
 pub fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or_default().trim().to_string()
+}
+
+/// The innermost cause's message, on one line.
+pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut current = e;
+    while let Some(next) = current.source() {
+        current = next;
+    }
+    first_line(&current.to_string())
 }
 
 impl From<std::io::Error> for Error {

@@ -1,5 +1,5 @@
-//! One run of the plugin as plain, validated settings: what [`crate::cli`] resolves the command
-//! line into, and all that the layers below it take. No clap type is here or below.
+//! One run of the plugin as plain, validated settings: what the command line (`cli/`) resolves into,
+//! and all that the layers below it take. No clap type is here or below.
 
 use std::path::PathBuf;
 use std::time::Duration;

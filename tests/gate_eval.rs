@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 
 use facts::{CHECK, CONTROLLER, cq, now};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kubectl_dispatch::cluster::wire::{self, WireClusterQueue};
+use kubectl_dispatch::cluster::reading::wire::{self, WireClusterQueue};
 use kubectl_dispatch::core::fetched::{Denied, Fetched};
 use kubectl_dispatch::core::gate::{self, Chain, CheckKind, GateFacts, GateReport, GateSettings, Outcome};
 use kubectl_dispatch::core::kueue::{

@@ -9,7 +9,7 @@
 //!   `value<TAB>description` where there is one, then cobra's directive line (`:4`: no file
 //!   completion; `:0`: let the shell complete file names). Names come live from the current
 //!   context (contexts, clusters and users from the kubeconfig; namespaces, ClusterQueues and
-//!   AdmissionChecks from the cluster, through [`connect`](crate::cluster::connect::connect)),
+//!   AdmissionChecks from the cluster, through [`connect`](crate::cluster::connecting::connect::connect)),
 //!   bounded by a short timeout; any failure just leaves them out. The words before the cursor
 //!   are parsed by clap itself, so every connection flag reaches the lookups as it reaches a
 //!   run; only the word under the cursor, and a flag still waiting for its value, are read here.
@@ -25,7 +25,8 @@ use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::{ApiResource, GroupVersionKind};
 
 use super::args::{Cli, CompletionShell, ConnectionArgs};
-use crate::cluster::{connect, fetch};
+use crate::cluster::connecting::connect;
+use crate::cluster::reading::fetch;
 use crate::exit::Exit;
 use crate::invocation::ConnectionSettings;
 use crate::log::Log;
@@ -162,7 +163,9 @@ async fn lookup(kind: Lookup, connection: &ConnectionSettings) -> Option<Vec<Str
 }
 
 fn kubeconfig_names(long: &str, connection: &ConnectionSettings) -> Vec<String> {
-    let Some(config) = crate::cluster::kubeconfig::load(connection).ok().flatten() else { return Vec::new() };
+    let Some(config) = crate::cluster::connecting::kubeconfig::load(connection).ok().flatten() else {
+        return Vec::new();
+    };
     match long {
         "context" => config.contexts.into_iter().map(|c| c.name).collect(),
         "cluster" => config.clusters.into_iter().map(|c| c.name).collect(),

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::Deps;
 use super::gate::{self, GateOptions};
-use crate::cluster::connect;
+use crate::cluster::connecting::connect;
 use crate::core::gate::GateSettings;
 use crate::core::verdict::Verdict;
 use crate::error::Error;
@@ -34,7 +34,7 @@ pub struct FleetOptions<'a> {
 pub fn run(opts: &FleetOptions<'_>, deps: &mut Deps<'_>) -> Result<Exit, Error> {
     let names = match opts.contexts {
         Fleet::Named(names) => names.clone(),
-        Fleet::All => crate::cluster::kubeconfig::context_names(opts.connection)?,
+        Fleet::All => crate::cluster::connecting::kubeconfig::context_names(opts.connection)?,
     };
     let (log, clock) = (deps.log, deps.clock);
     // A thread and a current-thread runtime per context: the contexts' responses are decoded

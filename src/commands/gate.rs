@@ -2,8 +2,8 @@
 
 use std::collections::BTreeSet;
 
-use crate::cluster::connect::Connection;
-use crate::cluster::fetch::{self, Kueue};
+use crate::cluster::connecting::connect::Connection;
+use crate::cluster::reading::fetch::{self, Kueue};
 use crate::core::fetched::Fetched;
 use crate::core::gate::{self, GateFacts, GateSettings};
 use crate::core::kueue::{AdmissionCheck, ClusterQueue};
@@ -49,7 +49,7 @@ pub async fn collect(conn: &Connection, opts: &GateOptions<'_>, log: &Log) -> Re
         // extra round trip.
         let holder = match opts.output.format {
             crate::invocation::Format::Table | crate::invocation::Format::Prometheus => None,
-            _ => crate::cluster::holder::read(conn, lease, &fetched, log).await?,
+            _ => crate::cluster::reading::holder::read(conn, lease, &fetched, log).await?,
         };
         Ok::<_, Error>((fetched, holder))
     };

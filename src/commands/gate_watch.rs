@@ -16,10 +16,10 @@ use tokio::time::Instant;
 
 use super::gate::GateOptions;
 use super::{Deps, sleep_opt};
-use crate::cluster::connect::Connection;
-use crate::cluster::fetch::{self, Kueue};
-use crate::cluster::watch::{self as cwatch, LeaseUpdate, Seen, Signal, WhenForbidden};
-use crate::cluster::wire;
+use crate::cluster::connecting::connect::Connection;
+use crate::cluster::reading::fetch::{self, Kueue};
+use crate::cluster::reading::wire;
+use crate::cluster::watching::reflector::{self as cwatch, LeaseUpdate, Seen, Signal, WhenForbidden};
 use crate::core::fetched::{Denied, Fetched};
 use crate::core::gate::{self, Chain, CheckKind, GateFacts, GateReport};
 use crate::core::kueue::{AdmissionCheck, ClusterQueue, LocalQueue};

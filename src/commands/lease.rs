@@ -1,7 +1,7 @@
 //! `kubectl dispatch lease`.
 
-use crate::cluster::connect::Connection;
-use crate::cluster::fetch;
+use crate::cluster::connecting::connect::Connection;
+use crate::cluster::reading::fetch;
 use crate::core::lease::{self, LeaseRef};
 use crate::core::skew;
 use crate::error::Error;
@@ -17,7 +17,7 @@ pub async fn run(conn: &Connection, lease_ref: &LeaseRef, output: Output, deps: 
     // Only wide, JSON and YAML show the holder's pod: the table costs no extra round trip.
     let holder = match output.format {
         crate::invocation::Format::Table => None,
-        _ => crate::cluster::holder::read(conn, lease_ref, &fetched, deps.log).await?,
+        _ => crate::cluster::reading::holder::read(conn, lease_ref, &fetched, deps.log).await?,
     };
     let assessment = lease::assess_with_holder(lease_ref, &fetched, holder.as_ref(), now);
     let warnings: Vec<String> = skew::lease_in_future(assessment.facts.as_ref(), now).into_iter().collect();

@@ -1,9 +1,9 @@
 //! `kubectl dispatch workload NAME`: reads the Workload, its LocalQueue, the gate's facts and
 //! its place in Kueue's queue; explains them at one `now`; renders.
 
-use crate::cluster::connect::Connection;
-use crate::cluster::fetch::{self, Kueue};
-use crate::cluster::workload as read;
+use crate::cluster::connecting::connect::Connection;
+use crate::cluster::reading::fetch::{self, Kueue};
+use crate::cluster::reading::workload as read;
 use crate::core::fetched::Fetched;
 use crate::core::gate::{GateFacts, GateSettings};
 use crate::core::skew;
@@ -52,7 +52,7 @@ pub async fn collect(
     let lease_and_holder = async {
         let fetched = fetch::lease(conn, &settings.lease, log).await?;
         let holder = match holder_pod {
-            true => crate::cluster::holder::read(conn, &settings.lease, &fetched, log).await?,
+            true => crate::cluster::reading::holder::read(conn, &settings.lease, &fetched, log).await?,
             false => None,
         };
         Ok::<_, Error>((fetched, holder))
