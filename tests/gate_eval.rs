@@ -1279,8 +1279,8 @@ fn the_design_quotes_every_reason_word_for_word() {
         ["list clusterqueues.kueue.x-k8s.io (cluster-wide)", "list admissionchecks.kueue.x-k8s.io (cluster-wide)"]
     {
         quoted(rule);
-        let source =
-            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/cluster/fetch.rs")).expect("fetch.rs");
-        assert!(source.contains(&format!("{rule:?}")), "src/cluster/fetch.rs no longer names {rule}");
+        let source = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/cluster/reading/fetch.rs"))
+            .expect("fetch.rs");
+        assert!(source.contains(&format!("{rule:?}")), "src/cluster/reading/fetch.rs no longer names {rule}");
     }
 }
