@@ -38,7 +38,7 @@ pub enum Error {
     Proxy { server: String, proxy: String, cause: String },
 
     #[error(transparent)]
-    Exec(#[from] crate::cluster::connecting::exec::ExecError),
+    Exec(#[from] ExecError),
 
     #[error("Kueue is not installed: the API server does not serve the API group kueue.x-k8s.io")]
     KueueMissing,
@@ -119,6 +119,40 @@ impl Error {
 
     pub fn is_usage(&self) -> bool {
         matches!(self, Error::Usage(_))
+    }
+}
+
+/// Why a plugin gave no credential. Display is the sentence after `error: `.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ExecError {
+    #[error("the exec credential plugin {command:?} for user {user:?} was not found")]
+    NotFound { command: String, user: String, install_hint: Option<String> },
+    #[error("the exec credential plugin {command:?} could not be started: {cause}")]
+    Start { command: String, cause: String },
+    #[error("the exec credential plugin {command:?} {status}{}", last_line.as_ref().map(|l| format!(": {l}")).unwrap_or_default())]
+    Failed { command: String, status: String, last_line: Option<String> },
+    #[error("the exec credential plugin {command:?} produced no credential: {cause}")]
+    NoCredential { command: String, cause: String },
+    #[error("the exec credential plugin {command:?} did not finish within {}{}", crate::core::duration::go_duration(*after), last_line.as_ref().map(|l| format!(" (its last words: {l})")).unwrap_or_default())]
+    Timeout { command: String, after: Duration, last_line: Option<String> },
+    #[error("the exec credential plugin {command:?} needs a terminal (interactiveMode: Always), {why}")]
+    NeedsTerminal { command: String, why: &'static str },
+    #[error("user {user:?}: {cause}")]
+    Config { user: String, cause: String },
+}
+
+impl ExecError {
+    /// The kubeconfig's `installHint`, on one line, for a plugin that is not installed.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            ExecError::NotFound { install_hint: Some(h), .. } => {
+                Some(h.split_whitespace().collect::<Vec<_>>().join(" "))
+            }
+            ExecError::NotFound { .. } => {
+                Some("install it, or check exec.command for this user in the kubeconfig".into())
+            }
+            _ => None,
+        }
     }
 }
 

@@ -17,3 +17,4 @@ pub mod invocation;
 pub mod log;
 pub mod render;
 pub mod report;
+pub mod text;

@@ -26,7 +26,7 @@ impl Log {
         if self.enabled(level)
             && let Ok(mut sink) = self.sink.lock()
         {
-            let _ = writeln!(sink, "I {}", crate::render::sanitize::escape(line));
+            let _ = writeln!(sink, "I {}", crate::text::sanitize::escape(line));
         }
     }
 }

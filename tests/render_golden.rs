@@ -28,10 +28,10 @@ use kubectl_dispatch::core::workload::{self, CheckDetail, PodSetUpdate, Position
 use kubectl_dispatch::invocation::Format;
 use kubectl_dispatch::invocation::Output;
 use kubectl_dispatch::render::doctor::DoctorRun;
-use kubectl_dispatch::render::sanitize::escape;
 use kubectl_dispatch::render::{self, Style};
 use kubectl_dispatch::report::workload::WorkloadRun;
 use kubectl_dispatch::report::{GateRun, LeaseRun};
+use kubectl_dispatch::text::sanitize::escape;
 
 // ---------------------------------------------------------------------------------------------
 // Fixed facts

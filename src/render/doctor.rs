@@ -7,13 +7,13 @@ use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 
 use super::Style;
-use super::sanitize::cell;
 use super::table;
 use crate::core::doctor::{Answer, DoctorReport, Finding, Level};
 use crate::core::verdict::Verdict;
 use crate::invocation::Format;
 use crate::invocation::Output;
 use crate::report::SCHEMA;
+use crate::text::sanitize::cell;
 
 pub const HEADERS: &[&str] = &["area", "check", "result", "detail"];
 

@@ -4,11 +4,11 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use super::sanitize::cell;
 use super::table;
 use crate::invocation::Format;
 use crate::invocation::Output;
 use crate::report::{GateDocument, GateRun, SCHEMA};
+use crate::text::sanitize::cell;
 
 pub const HEADERS: &[&str] = &["context", "clusterqueue", "verdict", "reason", "waiting"];
 

@@ -6,11 +6,11 @@ use std::io::{self, Write};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
 
-use super::sanitize::escape;
 use crate::core::duration::{go_seconds, human_up};
 use crate::core::heartbeat::{Change, ChangeKind, Gaps};
 use crate::core::lease::LeaseState;
 use crate::report::{LeaseDoc, lease_doc};
+use crate::text::sanitize::escape;
 
 const HEADERS: [&str; 7] = ["TIME", "EVENT", "HOLDER", "RENEWED", "GAP", "STATUS", "DETAIL"];
 

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use super::Style;
-use super::sanitize::{cell, escape};
 use super::table;
 use crate::core::duration::human;
 use crate::core::kueue::Condition;
@@ -14,6 +13,7 @@ use crate::core::workload::{CheckView, Explanation, PodSetUpdate, Position, Queu
 use crate::invocation::Format;
 use crate::invocation::Output;
 use crate::report::workload::{WorkloadRun, position_note};
+use crate::text::sanitize::{cell, escape};
 
 use super::gate::Lines;
 

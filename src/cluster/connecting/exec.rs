@@ -20,6 +20,8 @@ use kube::config::{ExecAuthCluster, ExecConfig, ExecInteractiveMode};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 
+pub use crate::error::ExecError;
+
 /// The bound on one run of a credential plugin when `--request-timeout` is not set. Long enough
 /// for a login that opens a browser, short enough that TAB or a fleet never hangs on one.
 pub const DEFAULT_BOUND: Duration = Duration::from_secs(60);
@@ -59,40 +61,6 @@ impl std::fmt::Debug for Credential {
             .field("identity", &self.identity.as_ref().map(|_| "<redacted>"))
             .field("expires", &self.expires)
             .finish()
-    }
-}
-
-/// Why a plugin gave no credential. Display is the sentence after `error: `.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum ExecError {
-    #[error("the exec credential plugin {command:?} for user {user:?} was not found")]
-    NotFound { command: String, user: String, install_hint: Option<String> },
-    #[error("the exec credential plugin {command:?} could not be started: {cause}")]
-    Start { command: String, cause: String },
-    #[error("the exec credential plugin {command:?} {status}{}", last_line.as_ref().map(|l| format!(": {l}")).unwrap_or_default())]
-    Failed { command: String, status: String, last_line: Option<String> },
-    #[error("the exec credential plugin {command:?} produced no credential: {cause}")]
-    NoCredential { command: String, cause: String },
-    #[error("the exec credential plugin {command:?} did not finish within {}{}", crate::core::duration::go_duration(*after), last_line.as_ref().map(|l| format!(" (its last words: {l})")).unwrap_or_default())]
-    Timeout { command: String, after: Duration, last_line: Option<String> },
-    #[error("the exec credential plugin {command:?} needs a terminal (interactiveMode: Always), {why}")]
-    NeedsTerminal { command: String, why: &'static str },
-    #[error("user {user:?}: {cause}")]
-    Config { user: String, cause: String },
-}
-
-impl ExecError {
-    /// The kubeconfig's `installHint`, on one line, for a plugin that is not installed.
-    pub fn hint(&self) -> Option<String> {
-        match self {
-            ExecError::NotFound { install_hint: Some(h), .. } => {
-                Some(h.split_whitespace().collect::<Vec<_>>().join(" "))
-            }
-            ExecError::NotFound { .. } => {
-                Some("install it, or check exec.command for this user in the kubeconfig".into())
-            }
-            _ => None,
-        }
     }
 }
 
@@ -210,7 +178,7 @@ impl ExecPlugin {
                 let mut lines = tokio::io::BufReader::new(s).lines();
                 while let Ok(Some(line)) = lines.next_line().await {
                     if self.pass_stderr {
-                        eprintln!("{}", crate::render::sanitize::escape(&line));
+                        eprintln!("{}", crate::text::sanitize::escape(&line));
                     }
                     if !line.trim().is_empty() {
                         *last.lock().unwrap_or_else(|p| p.into_inner()) = Some(line);
@@ -253,7 +221,7 @@ fn describe(status: std::process::ExitStatus) -> String {
 
 /// A line of the plugin's stderr as an error may quote it: trimmed and escaped.
 fn one_line(line: &str) -> String {
-    crate::render::sanitize::escape(line.trim())
+    crate::text::sanitize::escape(line.trim())
 }
 
 #[derive(Deserialize)]
