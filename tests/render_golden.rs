@@ -27,8 +27,8 @@ use kubectl_dispatch::core::waiting::{self, WaitingScope};
 use kubectl_dispatch::core::workload::{self, CheckDetail, PodSetUpdate, Position, WorkloadFacts, WorkloadInput};
 use kubectl_dispatch::invocation::Format;
 use kubectl_dispatch::invocation::Output;
-use kubectl_dispatch::render::doctor::DoctorRun;
 use kubectl_dispatch::render::{self, Style};
+use kubectl_dispatch::report::doctor::DoctorRun;
 use kubectl_dispatch::report::workload::WorkloadRun;
 use kubectl_dispatch::report::{GateRun, LeaseRun};
 use kubectl_dispatch::text::sanitize::escape;
@@ -420,7 +420,7 @@ fn gate_no_cluster_queue_lists_the_check() {
 
 #[test]
 fn fleet() {
-    use render::fleet::ContextResult;
+    use kubectl_dispatch::report::fleet::ContextResult;
     let stale = GateInput {
         warnings: vec![
             "this machine's clock is about 3s ahead of the API server's; Lease ages are measured with this machine's clock"

@@ -12,7 +12,7 @@ use crate::error::Error;
 use crate::exit::Exit;
 use crate::invocation::Output;
 use crate::log::Log;
-use crate::render::doctor::DoctorRun;
+use crate::report::doctor::DoctorRun;
 
 use super::Deps;
 

@@ -15,7 +15,8 @@ use crate::error::Error;
 use crate::exit::Exit;
 use crate::invocation::ConnectionSettings;
 use crate::invocation::{Fleet, Output};
-use crate::render::fleet::{self, ContextResult};
+use crate::render::fleet;
+use crate::report::fleet::ContextResult;
 
 /// The bound on each request of a context, and on its exec plugin's run, when
 /// `--request-timeout` is not set.
