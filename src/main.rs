@@ -13,6 +13,7 @@ use kubectl_dispatch::exit::Exit;
 use kubectl_dispatch::invocation::Invocation;
 use kubectl_dispatch::log::Log;
 use kubectl_dispatch::render::Style;
+use kubectl_dispatch::text::terminal::Lines;
 
 fn main() -> ExitCode {
     if let Some(exit) = cli::complete::as_kubectl_completer() {
@@ -34,7 +35,7 @@ fn run(invocation: &Invocation, verbosity: u8) -> Exit {
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let mut err = io::stderr();
-    let log = Log::new(verbosity, Box::new(io::stderr()));
+    let log = Log::new(verbosity, Lines::new(Box::new(io::stderr())));
     let clock = SystemClock;
     let mut deps = Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Style::detect() };
     let result = runtime.block_on(app::run(invocation, &mut deps));

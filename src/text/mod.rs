@@ -2,3 +2,4 @@
 //! plugin's passed-on stderr and the error printer all write through.
 
 pub mod sanitize;
+pub mod terminal;

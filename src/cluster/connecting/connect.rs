@@ -54,7 +54,7 @@ pub async fn connect(args: &ConnectionSettings, manner: Manner, log: &crate::log
                 config,
                 user: chosen.user_name.clone(),
                 may_interact: manner.interactive,
-                pass_stderr: manner.pass_stderr,
+                stderr: manner.pass_stderr.then(|| log.stderr()),
                 bound: manner.request_timeout,
             });
             // The environment's proxy is chosen below, by kubectl's rules, not by kube's loader.

@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 
 pub use crate::error::ExecError;
+use crate::text::terminal::Lines;
 
 /// The bound on one run of a credential plugin when `--request-timeout` is not set. Long enough
 /// for a login that opens a browser, short enough that TAB or a fleet never hangs on one.
@@ -40,7 +41,9 @@ pub struct ExecPlugin {
     /// whether its stderr is passed on (not in fleet mode or completion, where lines from
     /// several plugins, or any at all, would garble the output).
     pub may_interact: bool,
-    pub pass_stderr: bool,
+    /// Where its stderr is passed on, line by line and escaped: the run's injected stderr;
+    /// `None`: not passed on.
+    pub stderr: Option<Lines>,
     /// `--request-timeout`; without it, [`DEFAULT_BOUND`] or [`INTERACTIVE_BOUND`].
     pub bound: Option<Duration>,
 }
@@ -177,8 +180,8 @@ impl ExecPlugin {
                 let Some(s) = stderr else { return };
                 let mut lines = tokio::io::BufReader::new(s).lines();
                 while let Ok(Some(line)) = lines.next_line().await {
-                    if self.pass_stderr {
-                        eprintln!("{}", crate::text::sanitize::escape(&line));
+                    if let Some(passed) = &self.stderr {
+                        passed.foreign(&line);
                     }
                     if !line.trim().is_empty() {
                         *last.lock().unwrap_or_else(|p| p.into_inner()) = Some(line);
@@ -348,7 +351,7 @@ mod tests {
             user: "u".into(),
             cluster: None,
             may_interact: false,
-            pass_stderr: false,
+            stderr: None,
             bound: None,
         };
         assert!(plugin(V1, None).validate().unwrap_err().to_string().contains("interactiveMode must be specified"));
