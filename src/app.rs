@@ -1,14 +1,14 @@
 //! Runs one invocation: connect, then the verb. Returns the exit to use; errors are printed by
 //! `main`, once.
 
-use crate::cluster::connect;
+use crate::cluster::connecting::connect;
 use crate::commands::doctor::{self, DoctorOptions};
 use crate::commands::fleet::{self, FleetOptions};
 use crate::commands::gate::{self, GateOptions};
 use crate::commands::{Deps, gate_watch, lease, lease_watch, workload};
 use crate::error::Error;
 use crate::exit::Exit;
-use crate::settings::{Invocation, Verb};
+use crate::invocation::{Invocation, Verb};
 
 pub async fn run(inv: &Invocation, deps: &mut Deps<'_>) -> Result<Exit, Error> {
     // Live modes never hand an exec credential plugin the terminal: it would fight the status

@@ -38,7 +38,7 @@ pub enum Error {
     Proxy { server: String, proxy: String, cause: String },
 
     #[error(transparent)]
-    Exec(#[from] crate::cluster::exec::ExecError),
+    Exec(#[from] ExecError),
 
     #[error("Kueue is not installed: the API server does not serve the API group kueue.x-k8s.io")]
     KueueMissing,
@@ -122,9 +122,52 @@ impl Error {
     }
 }
 
+/// Why a plugin gave no credential. Display is the sentence after `error: `.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ExecError {
+    #[error("the exec credential plugin {command:?} for user {user:?} was not found")]
+    NotFound { command: String, user: String, install_hint: Option<String> },
+    #[error("the exec credential plugin {command:?} could not be started: {cause}")]
+    Start { command: String, cause: String },
+    #[error("the exec credential plugin {command:?} {status}{}", last_line.as_ref().map(|l| format!(": {l}")).unwrap_or_default())]
+    Failed { command: String, status: String, last_line: Option<String> },
+    #[error("the exec credential plugin {command:?} produced no credential: {cause}")]
+    NoCredential { command: String, cause: String },
+    #[error("the exec credential plugin {command:?} did not finish within {}{}", crate::core::duration::go_duration(*after), last_line.as_ref().map(|l| format!(" (its last words: {l})")).unwrap_or_default())]
+    Timeout { command: String, after: Duration, last_line: Option<String> },
+    #[error("the exec credential plugin {command:?} needs a terminal (interactiveMode: Always), {why}")]
+    NeedsTerminal { command: String, why: &'static str },
+    #[error("user {user:?}: {cause}")]
+    Config { user: String, cause: String },
+}
+
+impl ExecError {
+    /// The kubeconfig's `installHint`, on one line, for a plugin that is not installed.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            ExecError::NotFound { install_hint: Some(h), .. } => {
+                Some(h.split_whitespace().collect::<Vec<_>>().join(" "))
+            }
+            ExecError::NotFound { .. } => {
+                Some("install it, or check exec.command for this user in the kubeconfig".into())
+            }
+            _ => None,
+        }
+    }
+}
+
 /// The first line of a message, trimmed: kube's and serde's errors can run to several.
 pub fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or_default().trim().to_string()
+}
+
+/// The innermost cause's message, on one line.
+pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut current = e;
+    while let Some(next) = current.source() {
+        current = next;
+    }
+    first_line(&current.to_string())
 }
 
 impl From<std::io::Error> for Error {

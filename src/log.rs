@@ -1,21 +1,26 @@
 //! `-v LEVEL` logging to stderr. What is logged is chosen here, by us: the context, the server,
 //! each request's method, path and status. Never a header, a token or a key.
 
-use std::io::Write;
-use std::sync::Mutex;
+use crate::text::terminal::Lines;
 
 pub struct Log {
     level: u8,
-    sink: Mutex<Box<dyn Write + Send>>,
+    sink: Lines,
 }
 
 impl Log {
-    pub fn new(level: u8, sink: Box<dyn Write + Send>) -> Self {
-        Log { level, sink: Mutex::new(sink) }
+    pub fn new(level: u8, sink: Lines) -> Self {
+        Log { level, sink }
     }
 
     pub fn silent() -> Self {
-        Log::new(0, Box::new(std::io::sink()))
+        Log::new(0, Lines::discard())
+    }
+
+    /// The stderr this log writes to, for what must reach it whatever the level (an exec
+    /// plugin's passed-on stderr).
+    pub fn stderr(&self) -> Lines {
+        self.sink.clone()
     }
 
     pub fn enabled(&self, level: u8) -> bool {
@@ -23,10 +28,8 @@ impl Log {
     }
 
     pub fn info(&self, level: u8, line: &str) {
-        if self.enabled(level)
-            && let Ok(mut sink) = self.sink.lock()
-        {
-            let _ = writeln!(sink, "I {}", crate::render::sanitize::escape(line));
+        if self.enabled(level) {
+            self.sink.ours(&format!("I {}", crate::text::sanitize::escape(line)));
         }
     }
 }

@@ -4,36 +4,30 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use clap::Parser;
-use kubectl_dispatch::cli::Cli;
+use kubectl_dispatch::app;
+use kubectl_dispatch::cli::{self, Parsed};
 use kubectl_dispatch::clock::SystemClock;
 use kubectl_dispatch::commands::Deps;
 use kubectl_dispatch::error::Error;
 use kubectl_dispatch::exit::Exit;
+use kubectl_dispatch::invocation::Invocation;
 use kubectl_dispatch::log::Log;
 use kubectl_dispatch::render::Style;
-use kubectl_dispatch::{app, settings};
+use kubectl_dispatch::text::terminal::Lines;
 
 fn main() -> ExitCode {
-    if let Some(exit) = kubectl_dispatch::complete::as_kubectl_completer() {
+    if let Some(exit) = cli::complete::as_kubectl_completer() {
         return ExitCode::from(exit.code() as u8);
     }
-    let exit = match Cli::try_parse() {
-        Ok(cli) => run(cli),
-        Err(e) => usage(e),
+    let exit = match cli::parse() {
+        Parsed::Run(invocation, verbosity) => run(&invocation, verbosity),
+        Parsed::Done(exit) => exit,
+        Parsed::Invalid(e) => report(&e),
     };
     ExitCode::from(exit.code() as u8)
 }
 
-fn run(cli: Cli) -> Exit {
-    if let kubectl_dispatch::cli::Command::Completion(args) = &cli.command {
-        return kubectl_dispatch::complete::print_script(args.shell);
-    }
-    let verbosity = cli.connection.verbosity;
-    let invocation = match settings::resolve(cli) {
-        Ok(inv) => inv,
-        Err(e) => return report(&e),
-    };
+fn run(invocation: &Invocation, verbosity: u8) -> Exit {
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => return report(&Error::Output(e)),
@@ -41,10 +35,10 @@ fn run(cli: Cli) -> Exit {
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let mut err = io::stderr();
-    let log = Log::new(verbosity, Box::new(io::stderr()));
+    let log = Log::new(verbosity, Lines::new(Box::new(io::stderr())));
     let clock = SystemClock;
     let mut deps = Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Style::detect() };
-    let result = runtime.block_on(app::run(&invocation, &mut deps));
+    let result = runtime.block_on(app::run(invocation, &mut deps));
     let flushed = out.flush();
     match (result, flushed) {
         (Err(e), _) => report(&e),
@@ -70,29 +64,4 @@ fn report(e: &Error) -> Exit {
         let _ = writeln!(stderr, "See 'kubectl dispatch --help' for usage.");
     }
     e.exit()
-}
-
-/// clap's errors, reduced to kubectl's shape: one `error:` line and one hint.
-fn usage(e: clap::Error) -> Exit {
-    use clap::error::ErrorKind;
-    if matches!(
-        e.kind(),
-        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-    ) {
-        let _ = e.print();
-        return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { Exit::Usage } else { Exit::Yes };
-    }
-    let text = e.render().to_string();
-    let mut lines = text.lines();
-    let first = lines.next().unwrap_or("error: invalid usage");
-    let mut line = first.strip_prefix("error: ").unwrap_or(first).to_string();
-    // "the following required arguments were not provided:" lists them on the lines below.
-    if line.ends_with(':') {
-        let listed: Vec<&str> = lines.take_while(|l| l.starts_with("  ")).map(str::trim).collect();
-        line = format!("{line} {}", listed.join(", "));
-    }
-    let mut stderr = io::stderr().lock();
-    let _ = writeln!(stderr, "error: {line}");
-    let _ = writeln!(stderr, "See 'kubectl dispatch --help' for usage.");
-    Exit::Usage
 }

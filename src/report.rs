@@ -12,6 +12,9 @@ use crate::core::lease::{LeaseAssessment, LeaseState};
 use crate::core::verdict::Verdict;
 use crate::core::waiting::Waiting;
 
+pub mod doctor;
+pub mod fleet;
+pub mod watch;
 pub mod workload;
 
 pub const SCHEMA: &str = "kubectl-dispatch/v1";

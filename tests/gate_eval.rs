@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 
 use facts::{CHECK, CONTROLLER, cq, now};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kubectl_dispatch::cluster::wire::{self, WireClusterQueue};
+use kubectl_dispatch::cluster::reading::wire::{self, WireClusterQueue};
 use kubectl_dispatch::core::fetched::{Denied, Fetched};
 use kubectl_dispatch::core::gate::{self, Chain, CheckKind, GateFacts, GateReport, GateSettings, Outcome};
 use kubectl_dispatch::core::kueue::{
@@ -1279,8 +1279,8 @@ fn the_design_quotes_every_reason_word_for_word() {
         ["list clusterqueues.kueue.x-k8s.io (cluster-wide)", "list admissionchecks.kueue.x-k8s.io (cluster-wide)"]
     {
         quoted(rule);
-        let source =
-            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/cluster/fetch.rs")).expect("fetch.rs");
-        assert!(source.contains(&format!("{rule:?}")), "src/cluster/fetch.rs no longer names {rule}");
+        let source = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/cluster/reading/fetch.rs"))
+            .expect("fetch.rs");
+        assert!(source.contains(&format!("{rule:?}")), "src/cluster/reading/fetch.rs no longer names {rule}");
     }
 }

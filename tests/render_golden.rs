@@ -17,7 +17,6 @@ use std::path::{Path, PathBuf};
 
 use facts::{CHECK, CONTROLLER, cq, now};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kubectl_dispatch::cli::Format;
 use kubectl_dispatch::core::doctor::{self, Access, Answer, DoctorFacts, Identity, KueueServed};
 use kubectl_dispatch::core::fetched::{Denied, Fetched};
 use kubectl_dispatch::core::gate::{self, GateFacts, GateSettings};
@@ -26,12 +25,13 @@ use kubectl_dispatch::core::kueue::{AdmissionCheck, CheckState, Condition, Local
 use kubectl_dispatch::core::lease::{self, LeaseFacts, LeaseRef};
 use kubectl_dispatch::core::waiting::{self, WaitingScope};
 use kubectl_dispatch::core::workload::{self, CheckDetail, PodSetUpdate, Position, WorkloadFacts, WorkloadInput};
-use kubectl_dispatch::render::doctor::DoctorRun;
-use kubectl_dispatch::render::sanitize::escape;
+use kubectl_dispatch::invocation::Format;
+use kubectl_dispatch::invocation::Output;
 use kubectl_dispatch::render::{self, Style};
+use kubectl_dispatch::report::doctor::DoctorRun;
 use kubectl_dispatch::report::workload::WorkloadRun;
 use kubectl_dispatch::report::{GateRun, LeaseRun};
-use kubectl_dispatch::settings::Output;
+use kubectl_dispatch::text::sanitize::escape;
 
 // ---------------------------------------------------------------------------------------------
 // Fixed facts
@@ -420,7 +420,7 @@ fn gate_no_cluster_queue_lists_the_check() {
 
 #[test]
 fn fleet() {
-    use render::fleet::ContextResult;
+    use kubectl_dispatch::report::fleet::ContextResult;
     let stale = GateInput {
         warnings: vec![
             "this machine's clock is about 3s ahead of the API server's; Lease ages are measured with this machine's clock"

@@ -2,17 +2,17 @@
 //! Kueue's discovery and one read, the Lease's namespace, the Lease and its holder's pod),
 //! judge it at one `now`, render the checklist (or only the RBAC to add, with `--rbac`).
 
-use crate::cluster::connect::Connection;
-use crate::cluster::fetch::{self, Kueue};
-use crate::cluster::{holder, review};
+use crate::cluster::connecting::connect::Connection;
+use crate::cluster::reading::fetch::{self, Kueue};
+use crate::cluster::reading::{holder, review};
 use crate::core::doctor::{self, DoctorFacts, KueueServed, Level};
 use crate::core::lease::LeaseRef;
 use crate::core::waiting::WaitingScope;
 use crate::error::Error;
 use crate::exit::Exit;
+use crate::invocation::Output;
 use crate::log::Log;
-use crate::render::doctor::DoctorRun;
-use crate::settings::Output;
+use crate::report::doctor::DoctorRun;
 
 use super::Deps;
 

@@ -8,21 +8,22 @@ use std::time::Duration;
 
 use super::Deps;
 use super::gate::{self, GateOptions};
-use crate::cli::ConnectionArgs;
-use crate::cluster::connect;
+use crate::cluster::connecting::connect;
 use crate::core::gate::GateSettings;
 use crate::core::verdict::Verdict;
 use crate::error::Error;
 use crate::exit::Exit;
-use crate::render::fleet::{self, ContextResult};
-use crate::settings::{Fleet, Output};
+use crate::invocation::ConnectionSettings;
+use crate::invocation::{Fleet, Output};
+use crate::render::fleet;
+use crate::report::fleet::ContextResult;
 
 /// The bound on each request of a context, and on its exec plugin's run, when
 /// `--request-timeout` is not set.
 pub const REQUEST_BOUND: Duration = Duration::from_secs(30);
 
 pub struct FleetOptions<'a> {
-    pub connection: &'a ConnectionArgs,
+    pub connection: &'a ConnectionSettings,
     pub contexts: &'a Fleet,
     pub settings: &'a GateSettings,
     pub output: Output,
@@ -34,7 +35,7 @@ pub struct FleetOptions<'a> {
 pub fn run(opts: &FleetOptions<'_>, deps: &mut Deps<'_>) -> Result<Exit, Error> {
     let names = match opts.contexts {
         Fleet::Named(names) => names.clone(),
-        Fleet::All => crate::cluster::kubeconfig::context_names(opts.connection)?,
+        Fleet::All => crate::cluster::connecting::kubeconfig::context_names(opts.connection)?,
     };
     let (log, clock) = (deps.log, deps.clock);
     // A thread and a current-thread runtime per context: the contexts' responses are decoded
@@ -74,7 +75,6 @@ async fn judge_one(
 ) -> Result<crate::report::GateRun, String> {
     let mut args = opts.connection.clone();
     args.context = Some(name.to_string());
-    args.contexts = vec![name.to_string()];
     // Never the terminal, nor stderr: several plugins would talk at once.
     let request_timeout = Some(opts.timeout.unwrap_or(REQUEST_BOUND));
     let manner = connect::Manner { request_timeout, interactive: false, pass_stderr: false };

@@ -2,9 +2,8 @@
 
 use std::collections::BTreeSet;
 
-use crate::cli::Format;
-use crate::cluster::connect::Connection;
-use crate::cluster::fetch::{self, Kueue};
+use crate::cluster::connecting::connect::Connection;
+use crate::cluster::reading::fetch::{self, Kueue};
 use crate::core::fetched::Fetched;
 use crate::core::gate::{self, GateFacts, GateSettings};
 use crate::core::kueue::{AdmissionCheck, ClusterQueue};
@@ -12,10 +11,11 @@ use crate::core::skew;
 use crate::core::waiting::{self, WaitingScope};
 use crate::error::Error;
 use crate::exit::Exit;
+use crate::invocation::Format;
+use crate::invocation::Output;
 use crate::log::Log;
 use crate::render::prometheus::Context;
 use crate::report::GateRun;
-use crate::settings::Output;
 
 use super::Deps;
 
@@ -48,8 +48,8 @@ pub async fn collect(conn: &Connection, opts: &GateOptions<'_>, log: &Log) -> Re
         // Only wide, JSON and YAML show the holder's pod: a table (or an exposition) costs no
         // extra round trip.
         let holder = match opts.output.format {
-            crate::cli::Format::Table | crate::cli::Format::Prometheus => None,
-            _ => crate::cluster::holder::read(conn, lease, &fetched, log).await?,
+            crate::invocation::Format::Table | crate::invocation::Format::Prometheus => None,
+            _ => crate::cluster::reading::holder::read(conn, lease, &fetched, log).await?,
         };
         Ok::<_, Error>((fetched, holder))
     };

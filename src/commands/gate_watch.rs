@@ -16,11 +16,10 @@ use tokio::time::Instant;
 
 use super::gate::GateOptions;
 use super::{Deps, sleep_opt};
-use crate::cli::Format;
-use crate::cluster::connect::Connection;
-use crate::cluster::fetch::{self, Kueue};
-use crate::cluster::watch::{self as cwatch, LeaseUpdate, Seen, Signal, WhenForbidden};
-use crate::cluster::wire;
+use crate::cluster::connecting::connect::Connection;
+use crate::cluster::reading::fetch::{self, Kueue};
+use crate::cluster::reading::wire;
+use crate::cluster::watching::reflector::{self as cwatch, LeaseUpdate, Seen, Signal, WhenForbidden};
 use crate::core::fetched::{Denied, Fetched};
 use crate::core::gate::{self, Chain, CheckKind, GateFacts, GateReport};
 use crate::core::kueue::{AdmissionCheck, ClusterQueue, LocalQueue};
@@ -30,8 +29,9 @@ use crate::core::verdict::Verdict;
 use crate::core::waiting::{self, Waiting, WaitingScope};
 use crate::error::Error;
 use crate::exit::Exit;
+use crate::invocation::Format;
+use crate::invocation::GateLive;
 use crate::report::GateRun;
-use crate::settings::GateLive;
 
 /// One object list kept current by a watch.
 struct Store<T> {

@@ -1,13 +1,13 @@
 //! `kubectl dispatch lease`.
 
-use crate::cluster::connect::Connection;
-use crate::cluster::fetch;
+use crate::cluster::connecting::connect::Connection;
+use crate::cluster::reading::fetch;
 use crate::core::lease::{self, LeaseRef};
 use crate::core::skew;
 use crate::error::Error;
 use crate::exit::Exit;
+use crate::invocation::Output;
 use crate::report::LeaseRun;
-use crate::settings::Output;
 
 use super::Deps;
 
@@ -16,8 +16,8 @@ pub async fn run(conn: &Connection, lease_ref: &LeaseRef, output: Output, deps: 
     let now = deps.clock.now();
     // Only wide, JSON and YAML show the holder's pod: the table costs no extra round trip.
     let holder = match output.format {
-        crate::cli::Format::Table => None,
-        _ => crate::cluster::holder::read(conn, lease_ref, &fetched, deps.log).await?,
+        crate::invocation::Format::Table => None,
+        _ => crate::cluster::reading::holder::read(conn, lease_ref, &fetched, deps.log).await?,
     };
     let assessment = lease::assess_with_holder(lease_ref, &fetched, holder.as_ref(), now);
     let warnings: Vec<String> = skew::lease_in_future(assessment.facts.as_ref(), now).into_iter().collect();

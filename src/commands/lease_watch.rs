@@ -1,7 +1,7 @@
 //! `kubectl dispatch lease --watch`: one watch on the one Lease, plus a timer set for the
 //! moment it goes stale. A Lease nobody renews sends no events, so the timer, not the server,
 //! reports "stale". Faults (a closed watch, 410, an apiserver restart, a lost connection, a
-//! forbidden watch) are survived: `cluster::watch` reconnects with a capped backoff, relists
+//! forbidden watch) are survived: `cluster::watching::reflector` reconnects with a capped backoff, relists
 //! after a 410, or polls with get; `core::link` turns what the connection did into the lines
 //! on stderr and the status line.
 
@@ -14,16 +14,16 @@ use k8s_openapi::jiff::Timestamp;
 use tokio::time::Instant;
 
 use super::{Deps, sleep_opt};
-use crate::cli::{Format, Until};
-use crate::cluster::connect::Connection;
-use crate::cluster::watch::{self, LeaseUpdate};
+use crate::cluster::connecting::connect::Connection;
+use crate::cluster::watching::reflector::{self as watch, LeaseUpdate};
 use crate::core::heartbeat::{Change, Observation, Tracker};
 use crate::core::lease::{LeaseRef, LeaseState};
 use crate::core::link::Link;
 use crate::error::Error;
 use crate::exit::Exit;
+use crate::invocation::{Format, Until};
+use crate::invocation::{LeaseWatch, Output};
 use crate::render::watch::{Columns, change_doc, status_line, summary};
-use crate::settings::{LeaseWatch, Output};
 
 pub async fn run(
     conn: &Connection,
@@ -41,7 +41,7 @@ pub async fn run(
     }
 }
 
-/// The watch loop, over any stream of updates (`cluster::watch::lease` in the product, a script in
+/// The watch loop, over any stream of updates (`cluster::watching::reflector::lease` in the product, a script in
 /// tests) and any shutdown signal. Ends on shutdown, on `--until`, on `--timeout`, or when
 /// stdout is closed.
 pub async fn follow(

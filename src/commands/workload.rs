@@ -1,18 +1,18 @@
 //! `kubectl dispatch workload NAME`: reads the Workload, its LocalQueue, the gate's facts and
 //! its place in Kueue's queue; explains them at one `now`; renders.
 
-use crate::cluster::connect::Connection;
-use crate::cluster::fetch::{self, Kueue};
-use crate::cluster::workload as read;
+use crate::cluster::connecting::connect::Connection;
+use crate::cluster::reading::fetch::{self, Kueue};
+use crate::cluster::reading::workload as read;
 use crate::core::fetched::Fetched;
 use crate::core::gate::{GateFacts, GateSettings};
 use crate::core::skew;
 use crate::core::workload::{self, Position, WorkloadInput};
 use crate::error::Error;
 use crate::exit::Exit;
+use crate::invocation::Output;
 use crate::log::Log;
 use crate::report::workload::WorkloadRun;
-use crate::settings::Output;
 
 use super::Deps;
 
@@ -52,7 +52,7 @@ pub async fn collect(
     let lease_and_holder = async {
         let fetched = fetch::lease(conn, &settings.lease, log).await?;
         let holder = match holder_pod {
-            true => crate::cluster::holder::read(conn, &settings.lease, &fetched, log).await?,
+            true => crate::cluster::reading::holder::read(conn, &settings.lease, &fetched, log).await?,
             false => None,
         };
         Ok::<_, Error>((fetched, holder))
@@ -76,7 +76,7 @@ pub async fn run(
     deps: &mut Deps<'_>,
 ) -> Result<Exit, Error> {
     let now = deps.clock.now();
-    let holder_pod = output.format != crate::cli::Format::Table;
+    let holder_pod = output.format != crate::invocation::Format::Table;
     let (input, kueue_warning, server_date) = collect(conn, name, settings, holder_pod, deps.log).await?;
     let explanation = workload::explain(settings, &input, now);
     let mut warnings: Vec<String> = kueue_warning.into_iter().collect();

@@ -15,7 +15,6 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use super::duration::human;
 use super::fetched::Fetched;
-use super::lease::LeaseFacts;
 
 /// A Pod, as far as the holder's story needs it.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -162,10 +161,18 @@ fn last_suffix(last: &Option<String>) -> String {
     last.as_deref().map(|l| format!(", last {l}")).unwrap_or_default()
 }
 
-/// The holder's pod at `now`, from the Lease and what was read beside it. `None` when the Lease
-/// has no holder, or the pod was not looked up.
-pub fn assess(namespace: &str, lease: &LeaseFacts, read: Option<&HolderFacts>, now: Timestamp) -> Option<HolderPod> {
-    let holder = lease.holder()?;
+/// Who holds a Lease, as far as its pod is concerned: the holder's identity (none when absent or
+/// empty), and when the holder took it (its acquireTime, else its renewTime).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tenure<'a> {
+    pub holder: Option<&'a str>,
+    pub took: Option<Timestamp>,
+}
+
+/// The holder's pod at `now`, from the Lease's tenure and what was read beside it. `None` when
+/// the Lease has no holder, or the pod was not looked up.
+pub fn assess(namespace: &str, tenure: Tenure<'_>, read: Option<&HolderFacts>, now: Timestamp) -> Option<HolderPod> {
+    let holder = tenure.holder?;
     let Some((name, id)) = pod_name(holder) else {
         return Some(HolderPod {
             pod: String::new(),
@@ -189,7 +196,7 @@ pub fn assess(namespace: &str, lease: &LeaseFacts, read: Option<&HolderFacts>, n
         Fetched::Found(pod) => pod,
     };
     out.node = pod.node.clone();
-    let took = lease.acquire_time.or(lease.renew_time);
+    let took = tenure.took;
     if pod.uid != id
         && let (Some(created), Some(took)) = (pod.created, took)
         && created > took
@@ -268,14 +275,9 @@ mod tests {
         now() - SignedDuration::from_secs(secs)
     }
 
-    fn lease(holder: &str) -> LeaseFacts {
-        LeaseFacts {
-            holder: Some(holder.into()),
-            renew_time: Some(ago(2)),
-            acquire_time: Some(ago(600)),
-            duration_seconds: Some(15),
-            transitions: Some(1),
-        }
+    /// A Lease taken 10 minutes ago.
+    fn lease(holder: &str) -> Tenure<'_> {
+        Tenure { holder: Some(holder), took: Some(ago(600)) }
     }
 
     fn pod() -> PodFacts {
@@ -295,7 +297,7 @@ mod tests {
     }
 
     fn judge(holder: &str, pod: Fetched<PodFacts>, node: Option<Fetched<NodeFacts>>) -> String {
-        assess("ops", &lease(holder), Some(&HolderFacts { pod, node }), now()).unwrap().sentence()
+        assess("ops", lease(holder), Some(&HolderFacts { pod, node }), now()).unwrap().sentence()
     }
 
     #[test]
@@ -389,9 +391,9 @@ mod tests {
         assert_eq!(judge("ctl-0_x", denied, None), "pod ctl-0 not checked: missing RBAC: get pods in namespace ops");
         let p = PodFacts { deleting: Some(ago(20)), ..pod() };
         assert_eq!(judge("ctl-0_x", Fetched::Found(p), None), "pod ctl-0 is terminating on node n1 (for 20s)");
-        let unnamed = assess("ops", &lease("leader"), None, now()).unwrap();
+        let unnamed = assess("ops", lease("leader"), None, now()).unwrap();
         assert_eq!(unnamed.sentence(), "holder leader does not name a pod (<pod name>_<id>)");
-        assert_eq!(assess("ops", &lease("ctl-0_x"), None, now()), None, "not looked up");
-        assert_eq!(assess("ops", &LeaseFacts::default(), None, now()), None, "no holder");
+        assert_eq!(assess("ops", lease("ctl-0_x"), None, now()), None, "not looked up");
+        assert_eq!(assess("ops", Tenure { holder: None, took: None }, None, now()), None, "no holder");
     }
 }

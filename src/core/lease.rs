@@ -10,7 +10,7 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use super::duration::{ceil_seconds, go_seconds};
 use super::fetched::Fetched;
-use super::holder::{self, HolderFacts, HolderPod};
+use super::holder::{self, HolderFacts, HolderPod, Tenure};
 use super::verdict::Verdict;
 
 /// `namespace/name` of the controller's leader-election Lease (the adapter's `kueue.admissionLease`).
@@ -73,6 +73,11 @@ impl LeaseFacts {
     /// keeps the field as `""`) but both mean nobody leads.
     pub fn holder(&self) -> Option<&str> {
         self.holder.as_deref().filter(|h| !h.is_empty())
+    }
+
+    /// The holder and when it took the Lease (acquireTime, else renewTime), for its pod.
+    pub fn tenure(&self) -> Tenure<'_> {
+        Tenure { holder: self.holder(), took: self.acquire_time.or(self.renew_time) }
     }
 }
 
@@ -139,7 +144,7 @@ pub fn assess_with_holder(
     now: Timestamp,
 ) -> LeaseAssessment {
     let mut a = assess(lease, fetched, now);
-    a.holder_pod = a.facts.as_ref().and_then(|f| holder::assess(&lease.namespace, f, holder, now));
+    a.holder_pod = a.facts.as_ref().and_then(|f| holder::assess(&lease.namespace, f.tenure(), holder, now));
     a
 }
 

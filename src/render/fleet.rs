@@ -2,55 +2,18 @@
 
 use std::io::{self, Write};
 
-use serde::Serialize;
-
-use super::sanitize::cell;
 use super::table;
-use crate::cli::Format;
-use crate::report::{GateDocument, GateRun, SCHEMA};
-use crate::settings::Output;
+use crate::invocation::Format;
+use crate::invocation::Output;
+use crate::report::fleet::{ContextResult, FleetDocument};
+use crate::text::sanitize::cell;
 
 pub const HEADERS: &[&str] = &["context", "clusterqueue", "verdict", "reason", "waiting"];
-
-/// One context's gate, or why it could not be judged.
-pub struct ContextResult {
-    pub context: String,
-    pub outcome: Result<GateRun, String>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct FleetDocument {
-    schema: &'static str,
-    kind: &'static str,
-    contexts: Vec<ContextDoc>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ContextDoc {
-    context: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    report: Option<GateDocument>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
-}
 
 pub fn render(results: &[ContextResult], output: Output, out: &mut dyn Write) -> io::Result<()> {
     match output.format {
         Format::Json | Format::Yaml => {
-            let doc = FleetDocument {
-                schema: SCHEMA,
-                kind: "FleetReport",
-                contexts: results
-                    .iter()
-                    .map(|r| ContextDoc {
-                        context: r.context.clone(),
-                        report: r.outcome.as_ref().ok().map(GateRun::document),
-                        error: r.outcome.as_ref().err().cloned(),
-                    })
-                    .collect(),
-            };
+            let doc = FleetDocument::of(results);
             if output.format == Format::Json {
                 super::structured::json(out, &doc)
             } else {

@@ -4,15 +4,15 @@
 use std::io::{self, Write};
 
 use super::Style;
-use super::sanitize::{cell, escape};
 use super::table;
-use crate::cli::Format;
 use crate::core::duration::human;
 use crate::core::gate::{Chain, CheckKind, Outcome};
 use crate::core::verdict::Verdict;
 use crate::core::waiting::Waiting;
+use crate::invocation::Format;
+use crate::invocation::Output;
 use crate::report::GateRun;
-use crate::settings::Output;
+use crate::text::sanitize::{cell, escape};
 
 pub const CHAIN_HEADERS: &[&str] = &["#", "check", "result", "detail"];
 pub const WAITING_HEADERS: &[&str] = &["namespace", "name", "clusterqueue", "check", "state", "since", "message"];

@@ -4,13 +4,13 @@ use std::io::{self, Write};
 
 use k8s_openapi::jiff::Timestamp;
 
-use super::sanitize::cell;
 use super::table;
-use crate::cli::Format;
 use crate::core::duration::{go_seconds, human, human_up};
 use crate::core::lease::{LeaseAssessment, LeaseState};
+use crate::invocation::Format;
+use crate::invocation::Output;
 use crate::report::LeaseRun;
-use crate::settings::Output;
+use crate::text::sanitize::cell;
 
 pub const HEADERS: &[&str] = &["lease", "holder", "renewed", "duration", "limit", "status", "transitions", "acquired"];
 pub const WIDE_HEADERS: &[&str] = &["renew time", "acquire time", "reason", "holder pod"];

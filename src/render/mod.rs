@@ -5,7 +5,6 @@ pub mod fleet;
 pub mod gate;
 pub mod lease;
 pub mod prometheus;
-pub mod sanitize;
 pub mod structured;
 pub mod table;
 pub mod watch;

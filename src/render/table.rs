@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use comfy_table::{ColumnConstraint, ContentArrangement, Table, Width, presets};
 
-/// Writes a table. Cells must already be escaped ([`super::sanitize`]).
+/// Writes a table. Cells must already be escaped ([`crate::text::sanitize`]).
 pub fn write(out: &mut dyn Write, headers: &[&str], rows: &[Vec<String>], no_headers: bool) -> io::Result<()> {
     if rows.is_empty() && no_headers {
         return Ok(());

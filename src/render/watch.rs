@@ -3,14 +3,12 @@
 
 use std::io::{self, Write};
 
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use serde::Serialize;
-
-use super::sanitize::escape;
 use crate::core::duration::{go_seconds, human_up};
 use crate::core::heartbeat::{Change, ChangeKind, Gaps};
 use crate::core::lease::LeaseState;
-use crate::report::{LeaseDoc, lease_doc};
+use crate::report::watch::ChangeDoc;
+use crate::text::sanitize::escape;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 const HEADERS: [&str; 7] = ["TIME", "EVENT", "HOLDER", "RENEWED", "GAP", "STATUS", "DETAIL"];
 
@@ -136,41 +134,9 @@ pub fn status_line(
     format!("{} {}: holder {}{renewed} [{connection}]", time(now), status(state), escape(holder.unwrap_or("<none>")))
 }
 
-/// One change as one JSON line.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ChangeDoc {
-    pub schema: &'static str,
-    pub kind: &'static str,
-    pub time: String,
-    pub event: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub gap_seconds: Option<i64>,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub slow: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub previous_holder: Option<String>,
-    pub detail: String,
-    pub lease: LeaseDoc,
-}
-
+/// One change as one JSON line, its detail as the table row words it.
 pub fn change_doc(change: &Change) -> ChangeDoc {
-    let (gap, slow, previous) = match &change.kind {
-        ChangeKind::Renewed { gap, slow } => (gap.map(|g| g.as_secs()), *slow, None),
-        ChangeKind::Takeover { from, gap, .. } => (gap.map(|g| g.as_secs()), false, Some(from.clone())),
-        _ => (None, false, None),
-    };
-    ChangeDoc {
-        schema: crate::report::SCHEMA,
-        kind: "LeaseChange",
-        time: change.at.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string(),
-        event: change.kind.event(),
-        gap_seconds: gap,
-        slow,
-        previous_holder: previous,
-        detail: detail(change),
-        lease: lease_doc(&change.assessment),
-    }
+    crate::report::watch::change_doc(change, detail(change))
 }
 
 #[cfg(test)]

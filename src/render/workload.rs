@@ -6,14 +6,14 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use super::Style;
-use super::sanitize::{cell, escape};
 use super::table;
-use crate::cli::Format;
 use crate::core::duration::human;
 use crate::core::kueue::Condition;
 use crate::core::workload::{CheckView, Explanation, PodSetUpdate, Position, QueueSource};
+use crate::invocation::Format;
+use crate::invocation::Output;
 use crate::report::workload::{WorkloadRun, position_note};
-use crate::settings::Output;
+use crate::text::sanitize::{cell, escape};
 
 use super::gate::Lines;
 

@@ -11,9 +11,9 @@ use kube::api::{Api, ListParams, ObjectList};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde::de::DeserializeOwned;
 
-use super::connect::Connection;
 use super::failure::{Failure, classify, transport};
 use super::wire;
+use crate::cluster::connecting::connect::Connection;
 use crate::core::fetched::{Denied, Fetched};
 use crate::core::kueue::{AdmissionCheck, ClusterQueue, LocalQueue};
 use crate::core::lease::{LeaseFacts, LeaseRef};

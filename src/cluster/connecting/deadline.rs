@@ -1,6 +1,6 @@
 //! `--request-timeout` as kubectl means it: a bound on each request, from sending it to the
 //! last byte of its response, like Go's `http.Client.Timeout`. A watch is bounded only until
-//! its response starts: a quiet watch is not a slow request (`cluster::watch` ends and renews
+//! its response starts: a quiet watch is not a slow request (`cluster::watching::reflector` ends and renews
 //! each one itself).
 
 use std::future::Future;

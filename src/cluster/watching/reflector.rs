@@ -15,7 +15,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, ListParams, WatchEvent, WatchParams};
 use kube::core::Status;
 
-use super::connect::Connection;
+use crate::cluster::connecting::connect::Connection;
 use crate::core::lease::{LeaseFacts, LeaseRef};
 use crate::core::link::LinkEvent;
 

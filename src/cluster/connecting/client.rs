@@ -27,8 +27,8 @@ use tower::util::BoxCloneSyncService;
 use tower::{BoxError, ServiceBuilder, ServiceExt};
 use tower_http::decompression::DecompressionLayer;
 
-use super::credentials::Transport;
-use super::deadline::{Deadline, RequestTimeout};
+use super::credentials::{MakeHttp, Transport};
+use super::deadline::RequestTimeout;
 use super::exec::{Credential, ExecPlugin};
 use super::retry::RetryAfter;
 use super::tls::TlsConnector;
@@ -43,14 +43,6 @@ const CONNECTION_WINDOW: u32 = 64 << 20;
 
 /// kubectl's dialer keeps TCP connections alive with a probe every 30 s.
 const KEEPALIVE: Duration = Duration::from_secs(30);
-
-/// One HTTP client, ready to send: hyper's, behind the per-request bound.
-pub type HttpService =
-    BoxCloneSyncService<http::Request<kube::client::Body>, http::Response<Deadline<hyper::body::Incoming>>, BoxError>;
-
-/// Builds an [`HttpService`] for a TLS client configuration (a new one when an exec plugin
-/// hands out a new client certificate).
-pub type MakeHttp = Arc<dyn Fn(rustls::ClientConfig) -> HttpService + Send + Sync>;
 
 /// How to reach the server, besides the kubeconfig.
 pub struct Route {
@@ -78,7 +70,7 @@ pub fn build(config: Config, route: Route) -> Result<Client, Error> {
 
 /// kube could not make the TLS or auth settings from the kubeconfig.
 fn invalid(e: kube::Error) -> Error {
-    Error::Kubeconfig(super::failure::root_cause(&e))
+    Error::Kubeconfig(crate::error::root_cause(&e))
 }
 
 /// The TLS settings and connector chain for the server, through its proxy if it has one.

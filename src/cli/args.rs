@@ -8,6 +8,7 @@ use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum, ValueHint};
 
 use crate::core::lease::LeaseRef;
 use crate::exit::{EXIT_CODES_HELP, WORKLOAD_EXIT_CODES_HELP};
+use crate::invocation::{self, ConnectionSettings, Secret};
 
 /// See whether dispatch's readmission gate holds, why, and what waits because of it.
 #[derive(Debug, Parser)]
@@ -52,7 +53,22 @@ pub enum Command {
     #[command(after_help = EXIT_CODES_HELP)]
     Doctor(DoctorArgs),
     /// Print a shell completion script for kubectl-dispatch (bash, zsh, fish or powershell)
-    Completion(crate::complete::CompletionArgs),
+    Completion(CompletionArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionArgs {
+    /// The shell to write the script for
+    #[arg(value_enum)]
+    pub shell: CompletionShell,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompletionShell {
+    Bash,
+    Zsh,
+    Fish,
+    Powershell,
 }
 
 /// The heading of kubectl's connection flags in `--help`.
@@ -69,10 +85,6 @@ pub struct ConnectionArgs {
     #[arg(help_heading = CONNECTION, long = "context", global = true, value_name = "NAME")]
     pub contexts: Vec<String>,
 
-    /// The one context in use (set from --context when it is given once)
-    #[arg(skip)]
-    pub context: Option<String>,
-
     /// The kubeconfig cluster to use
     #[arg(help_heading = CONNECTION, long, global = true, value_name = "NAME")]
     pub cluster: Option<String>,
@@ -88,11 +100,6 @@ pub struct ConnectionArgs {
     /// Group to impersonate (repeatable)
     #[arg(help_heading = CONNECTION, long = "as-group", global = true, value_name = "GROUP")]
     pub impersonate_groups: Vec<String>,
-
-    /// The namespace of the Workloads to show: `-n` of gate (see [`ScopeArgs`]), set by
-    /// `settings::resolve`; not a flag of the connection.
-    #[arg(skip)]
-    pub namespace: Option<String>,
 
     /// UID to impersonate (with --as)
     #[arg(help_heading = CONNECTION, long = "as-uid", global = true, value_name = "UID")]
@@ -139,21 +146,28 @@ pub struct ConnectionArgs {
     pub verbosity: u8,
 }
 
-/// A flag's value that is never shown: `Debug` prints `<redacted>`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(pub String);
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("<redacted>")
-    }
-}
-
-impl std::str::FromStr for Secret {
-    type Err = std::convert::Infallible;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Ok(Secret(s.to_string()))
+impl ConnectionArgs {
+    /// The plain settings a connection is made with: the one context in use (the first
+    /// `--context`), and `namespace`, the `-n` of the verb, typed before it or after.
+    pub fn settings(&self, namespace: Option<String>) -> ConnectionSettings {
+        ConnectionSettings {
+            kubeconfig: self.kubeconfig.clone(),
+            context: self.contexts.first().cloned(),
+            cluster: self.cluster.clone(),
+            user: self.user.clone(),
+            impersonate: self.impersonate.clone(),
+            impersonate_groups: self.impersonate_groups.clone(),
+            impersonate_uid: self.impersonate_uid.clone(),
+            namespace,
+            server: self.server.clone(),
+            token: self.token.clone(),
+            certificate_authority: self.certificate_authority.clone(),
+            client_certificate: self.client_certificate.clone(),
+            client_key: self.client_key.clone(),
+            insecure_skip_tls_verify: self.insecure_skip_tls_verify,
+            tls_server_name: self.tls_server_name.clone(),
+            disable_compression: self.disable_compression,
+        }
     }
 }
 
@@ -258,6 +272,24 @@ impl From<ReportFormat> for Format {
     }
 }
 
+impl From<Format> for invocation::Format {
+    fn from(f: Format) -> invocation::Format {
+        match f {
+            Format::Table => invocation::Format::Table,
+            Format::Wide => invocation::Format::Wide,
+            Format::Json => invocation::Format::Json,
+            Format::Yaml => invocation::Format::Yaml,
+            Format::Prometheus => invocation::Format::Prometheus,
+        }
+    }
+}
+
+impl From<ReportFormat> for invocation::Format {
+    fn from(f: ReportFormat) -> invocation::Format {
+        Format::from(f).into()
+    }
+}
+
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("live").args(["watch", "wait"]).multiple(true)))]
 pub struct GateArgs {
@@ -341,6 +373,16 @@ pub enum Until {
     Stale,
     /// Another holder takes the Lease
     HolderChange,
+}
+
+impl From<Until> for invocation::Until {
+    fn from(u: Until) -> invocation::Until {
+        match u {
+            Until::Fresh => invocation::Until::Fresh,
+            Until::Stale => invocation::Until::Stale,
+            Until::HolderChange => invocation::Until::HolderChange,
+        }
+    }
 }
 
 #[derive(Debug, Args)]

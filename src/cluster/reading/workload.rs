@@ -7,10 +7,10 @@ use std::time::Instant;
 use kube::api::Api;
 use serde::Deserialize;
 
-use super::connect::Connection;
 use super::failure::{Failure, classify};
 use super::fetch::{self, Kueue};
 use super::wire;
+use crate::cluster::connecting::connect::Connection;
 use crate::core::fetched::{Denied, Fetched};
 use crate::core::kueue::LocalQueue;
 use crate::core::workload::{Position, WorkloadFacts};

@@ -12,8 +12,8 @@ use kube::{Client, Config};
 use super::client::{self, Route};
 use super::exec::ExecPlugin;
 use super::kubeconfig;
-use crate::cli::ConnectionArgs;
 use crate::error::{Error, first_line};
+use crate::invocation::ConnectionSettings;
 
 /// The user agent on every request; the audit-log test finds our requests by its prefix.
 pub const AGENT: &str = concat!("kubectl-dispatch/", env!("CARGO_PKG_VERSION"));
@@ -43,7 +43,7 @@ pub struct Manner {
     pub pass_stderr: bool,
 }
 
-pub async fn connect(args: &ConnectionArgs, manner: Manner, log: &crate::log::Log) -> Result<Connection, Error> {
+pub async fn connect(args: &ConnectionSettings, manner: Manner, log: &crate::log::Log) -> Result<Connection, Error> {
     let (mut config, context, exec) = match kubeconfig::choose(args)? {
         Some(mut chosen) => {
             // kube would run a plugin left in the config itself, unbounded: take it out always,
@@ -54,7 +54,7 @@ pub async fn connect(args: &ConnectionArgs, manner: Manner, log: &crate::log::Lo
                 config,
                 user: chosen.user_name.clone(),
                 may_interact: manner.interactive,
-                pass_stderr: manner.pass_stderr,
+                stderr: manner.pass_stderr.then(|| log.stderr()),
                 bound: manner.request_timeout,
             });
             // The environment's proxy is chosen below, by kubectl's rules, not by kube's loader.
@@ -109,7 +109,7 @@ fn with_proxy(mut config: Config, kubeconfig_proxy: Option<&str>) -> Result<Conf
     Ok(config)
 }
 
-fn in_cluster(args: &ConnectionArgs) -> Result<Config, Error> {
+fn in_cluster(args: &ConnectionSettings) -> Result<Config, Error> {
     if args.context.is_some() {
         return Err(Error::NoKubeconfig);
     }

@@ -20,6 +20,9 @@ use kube::config::{ExecAuthCluster, ExecConfig, ExecInteractiveMode};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 
+pub use crate::error::ExecError;
+use crate::text::terminal::Lines;
+
 /// The bound on one run of a credential plugin when `--request-timeout` is not set. Long enough
 /// for a login that opens a browser, short enough that TAB or a fleet never hangs on one.
 pub const DEFAULT_BOUND: Duration = Duration::from_secs(60);
@@ -38,7 +41,9 @@ pub struct ExecPlugin {
     /// whether its stderr is passed on (not in fleet mode or completion, where lines from
     /// several plugins, or any at all, would garble the output).
     pub may_interact: bool,
-    pub pass_stderr: bool,
+    /// Where its stderr is passed on, line by line and escaped: the run's injected stderr;
+    /// `None`: not passed on.
+    pub stderr: Option<Lines>,
     /// `--request-timeout`; without it, [`DEFAULT_BOUND`] or [`INTERACTIVE_BOUND`].
     pub bound: Option<Duration>,
 }
@@ -59,40 +64,6 @@ impl std::fmt::Debug for Credential {
             .field("identity", &self.identity.as_ref().map(|_| "<redacted>"))
             .field("expires", &self.expires)
             .finish()
-    }
-}
-
-/// Why a plugin gave no credential. Display is the sentence after `error: `.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum ExecError {
-    #[error("the exec credential plugin {command:?} for user {user:?} was not found")]
-    NotFound { command: String, user: String, install_hint: Option<String> },
-    #[error("the exec credential plugin {command:?} could not be started: {cause}")]
-    Start { command: String, cause: String },
-    #[error("the exec credential plugin {command:?} {status}{}", last_line.as_ref().map(|l| format!(": {l}")).unwrap_or_default())]
-    Failed { command: String, status: String, last_line: Option<String> },
-    #[error("the exec credential plugin {command:?} produced no credential: {cause}")]
-    NoCredential { command: String, cause: String },
-    #[error("the exec credential plugin {command:?} did not finish within {}{}", crate::core::duration::go_duration(*after), last_line.as_ref().map(|l| format!(" (its last words: {l})")).unwrap_or_default())]
-    Timeout { command: String, after: Duration, last_line: Option<String> },
-    #[error("the exec credential plugin {command:?} needs a terminal (interactiveMode: Always), {why}")]
-    NeedsTerminal { command: String, why: &'static str },
-    #[error("user {user:?}: {cause}")]
-    Config { user: String, cause: String },
-}
-
-impl ExecError {
-    /// The kubeconfig's `installHint`, on one line, for a plugin that is not installed.
-    pub fn hint(&self) -> Option<String> {
-        match self {
-            ExecError::NotFound { install_hint: Some(h), .. } => {
-                Some(h.split_whitespace().collect::<Vec<_>>().join(" "))
-            }
-            ExecError::NotFound { .. } => {
-                Some("install it, or check exec.command for this user in the kubeconfig".into())
-            }
-            _ => None,
-        }
     }
 }
 
@@ -209,8 +180,8 @@ impl ExecPlugin {
                 let Some(s) = stderr else { return };
                 let mut lines = tokio::io::BufReader::new(s).lines();
                 while let Ok(Some(line)) = lines.next_line().await {
-                    if self.pass_stderr {
-                        eprintln!("{}", crate::render::sanitize::escape(&line));
+                    if let Some(passed) = &self.stderr {
+                        passed.foreign(&line);
                     }
                     if !line.trim().is_empty() {
                         *last.lock().unwrap_or_else(|p| p.into_inner()) = Some(line);
@@ -253,7 +224,7 @@ fn describe(status: std::process::ExitStatus) -> String {
 
 /// A line of the plugin's stderr as an error may quote it: trimmed and escaped.
 fn one_line(line: &str) -> String {
-    crate::render::sanitize::escape(line.trim())
+    crate::text::sanitize::escape(line.trim())
 }
 
 #[derive(Deserialize)]
@@ -380,7 +351,7 @@ mod tests {
             user: "u".into(),
             cluster: None,
             may_interact: false,
-            pass_stderr: false,
+            stderr: None,
             bound: None,
         };
         assert!(plugin(V1, None).validate().unwrap_err().to_string().contains("interactiveMode must be specified"));

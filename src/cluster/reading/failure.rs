@@ -3,11 +3,17 @@
 
 use std::error::Error as StdError;
 
-use super::connect::Connection;
-use super::deadline::RequestTimedOut;
-use super::exec::ExecError;
-use super::tls::ConnectTimedOut;
-use crate::error::{Error, first_line};
+use crate::cluster::connecting::deadline::RequestTimedOut;
+use crate::cluster::connecting::exec::ExecError;
+use crate::cluster::connecting::tls::ConnectTimedOut;
+use crate::error::{Error, first_line, root_cause};
+
+/// Where a read went, for the messages of its failure: the server, and the proxy on the way
+/// (without its credentials).
+pub trait Endpoint {
+    fn server(&self) -> &str;
+    fn proxy(&self) -> Option<&str>;
+}
 
 /// What a failed read means.
 #[derive(Debug)]
@@ -21,8 +27,8 @@ pub enum Failure {
 }
 
 /// Classifies a failed read of `what` (e.g. "the ClusterQueue list").
-pub fn classify(e: kube::Error, conn: &Connection, what: &str) -> Failure {
-    let server = conn.server.as_str();
+pub fn classify(e: kube::Error, conn: &dyn Endpoint, what: &str) -> Failure {
+    let server = conn.server();
     match e {
         kube::Error::Api(status) => match status.code {
             404 => Failure::NotFound,
@@ -47,8 +53,8 @@ fn is_conversion_failure(message: &str) -> bool {
 
 /// A failure to talk to the server at all: no credential from the exec plugin, the request's
 /// time was up, the proxy, TLS, or not reachable.
-pub fn transport(e: &(dyn StdError + 'static), conn: &Connection) -> Error {
-    let server = conn.server.clone();
+pub fn transport(e: &(dyn StdError + 'static), conn: &dyn Endpoint) -> Error {
+    let server = conn.server().to_string();
     if let Some(exec) = find::<ExecError>(e) {
         return Error::Exec(exec.clone());
     }
@@ -63,10 +69,10 @@ pub fn transport(e: &(dyn StdError + 'static), conn: &Connection) -> Error {
     }
     let cause = root_cause(e);
     let lower = chain_text(e).to_lowercase();
-    if let Some(proxy) = &conn.proxy
+    if let Some(proxy) = conn.proxy()
         && let Some(cause) = proxy_cause(&lower, &cause)
     {
-        return Error::Proxy { server, proxy: proxy.clone(), cause };
+        return Error::Proxy { server, proxy: proxy.to_string(), cause };
     }
     if lower.contains("certificate") || lower.contains("tls") || lower.contains("handshake") {
         Error::Tls { server, cause }
@@ -108,15 +114,6 @@ fn find<'a, T: StdError + 'static>(e: &'a (dyn StdError + 'static)) -> Option<&'
         current = err.source();
     }
     None
-}
-
-/// The innermost cause's message, on one line.
-pub fn root_cause(e: &(dyn StdError + 'static)) -> String {
-    let mut current = e;
-    while let Some(next) = current.source() {
-        current = next;
-    }
-    first_line(&current.to_string())
 }
 
 fn chain_text(e: &(dyn StdError + 'static)) -> String {

@@ -13,12 +13,20 @@ use http::{Request, Response};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::Config;
 use kube::client::{Body, ConfigExt};
+use tower::util::BoxCloneSyncService;
 use tower::{BoxError, Service, ServiceExt};
 
-use super::client::{HttpService, MakeHttp};
 use super::deadline::Deadline;
 use super::exec::{Credential, ExecError, ExecPlugin};
 use crate::error::Error;
+
+/// One HTTP client, ready to send: hyper's, behind the per-request bound.
+pub type HttpService =
+    BoxCloneSyncService<http::Request<kube::client::Body>, http::Response<Deadline<hyper::body::Incoming>>, BoxError>;
+
+/// Builds an [`HttpService`] for a TLS client configuration (a new one when an exec plugin
+/// hands out a new client certificate).
+pub type MakeHttp = Arc<dyn Fn(rustls::ClientConfig) -> HttpService + Send + Sync>;
 
 #[derive(Clone)]
 pub struct Transport(Arc<Inner>);
@@ -73,7 +81,7 @@ fn tls_for(config: &Config, credential: &Credential, command: &str) -> Result<ru
     }
     config.rustls_client_config().map_err(|e| ExecError::NoCredential {
         command: command.to_string(),
-        cause: format!("its client certificate cannot be used: {}", super::failure::root_cause(&e)),
+        cause: format!("its client certificate cannot be used: {}", crate::error::root_cause(&e)),
     })
 }
 

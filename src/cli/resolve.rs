@@ -1,94 +1,21 @@
-//! Turns the parsed command line into plain, validated settings before anything connects:
-//! `--help`, usage errors and a bad `--config` need no cluster. Nothing after this sees clap.
+//! Turns the parsed command line into plain, validated settings ([`crate::invocation`]) before
+//! anything connects: `--help`, usage errors and a bad `--config` need no cluster. Nothing after
+//! this sees clap.
 
 use std::path::Path;
 use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::cli::{
-    Cli, Command, ConnectionArgs, Format, GateOutputArgs, GateTargetArgs, LeaseTargetArgs, OutputArgs, ScopeArgs,
-};
+use super::args::{Cli, Command, Format, GateOutputArgs, GateTargetArgs, LeaseTargetArgs, OutputArgs, ScopeArgs};
 use crate::core::gate::GateSettings;
 use crate::core::lease::LeaseRef;
 use crate::error::{Error, first_line};
-
-/// One run of the plugin, fully resolved.
-#[derive(Debug, Clone)]
-pub struct Invocation {
-    pub connection: ConnectionArgs,
-    pub timeout: Option<Duration>,
-    pub verb: Verb,
-}
-
-/// The contexts of a fleet run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Fleet {
-    Named(Vec<String>),
-    All,
-}
-
-#[derive(Debug, Clone)]
-pub enum Verb {
-    /// `gate` on several contexts at once.
-    Fleet {
-        contexts: Fleet,
-        settings: GateSettings,
-        output: Output,
-        all_states: bool,
-        all_namespaces: bool,
-    },
-    Gate {
-        settings: GateSettings,
-        output: Output,
-        all_states: bool,
-        all_namespaces: bool,
-        live: Option<GateLive>,
-    },
-    Lease {
-        lease: LeaseRef,
-        output: Output,
-        watch: Option<LeaseWatch>,
-    },
-    /// One Workload explained.
-    Workload {
-        name: String,
-        settings: GateSettings,
-        output: Output,
-    },
-    Doctor {
-        lease: LeaseRef,
-        output: Output,
-        all_namespaces: bool,
-        /// Print only the RBAC to add.
-        rbac: bool,
-    },
-}
-
-/// `gate --watch` or `gate --wait`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GateLive {
-    pub wait: bool,
-    pub timeout: Option<Duration>,
-}
-
-/// `lease --watch`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LeaseWatch {
-    pub changes_only: bool,
-    pub until: Option<crate::cli::Until>,
-    pub timeout: Option<Duration>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Output {
-    pub format: Format,
-    pub no_headers: bool,
-}
+use crate::invocation::{Fleet, GateLive, Invocation, LeaseWatch, Output, Verb};
 
 impl From<&GateOutputArgs> for Output {
     fn from(o: &GateOutputArgs) -> Self {
-        Output { format: o.output, no_headers: o.no_headers }
+        Output { format: o.output.into(), no_headers: o.no_headers }
     }
 }
 
@@ -100,7 +27,7 @@ impl From<&OutputArgs> for Output {
 
 pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
     let timeout = parse_timeout(&cli.connection.request_timeout)?;
-    let mut connection = cli.connection;
+    let connection = cli.connection;
     // gate's -n/-A and workload's -n, after the verb or before it; lease reads no Workloads.
     let scope = match &cli.command {
         Command::Gate(args) => ScopeArgs {
@@ -131,7 +58,6 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
         }
         _ => ScopeArgs::default(),
     };
-    connection.namespace = scope.namespace.clone();
     if let Command::Gate(args) = &cli.command
         && args.output.output == Format::Prometheus
         && (args.watch || args.wait)
@@ -158,7 +84,7 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
         }
         _ => None,
     };
-    connection.context = connection.contexts.first().cloned();
+    let resolved = connection.settings(scope.namespace.clone());
     let verb = match cli.command {
         Command::Gate(args) if fleet.is_some() => Verb::Fleet {
             contexts: fleet.unwrap_or(Fleet::All),
@@ -184,7 +110,7 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
                 .then(|| {
                     Ok::<_, Error>(LeaseWatch {
                         changes_only: args.changes_only,
-                        until: args.until,
+                        until: args.until.map(Into::into),
                         timeout: wait_timeout(args.timeout.as_deref())?,
                     })
                 })
@@ -202,7 +128,7 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
         // Needs no cluster: main prints the script before resolving anything.
         Command::Completion(_) => return Err(Error::Usage("completion is not a cluster command".into())),
     };
-    Ok(Invocation { connection, timeout, verb })
+    Ok(Invocation { connection: resolved, timeout, verb })
 }
 
 /// The adapter's config, as far as it names dispatch's objects. Unknown keys are ignored.

@@ -10,8 +10,8 @@ use k8s_openapi::api::authorization::v1::{ResourceAttributes, SelfSubjectAccessR
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PostParams};
 
-use super::connect::Connection;
 use super::failure::{Failure, classify};
+use crate::cluster::connecting::connect::Connection;
 use crate::core::doctor::{Access, Answer, Identity};
 use crate::core::fetched::{Denied, Fetched};
 use crate::error::Error;

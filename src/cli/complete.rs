@@ -9,22 +9,26 @@
 //!   `value<TAB>description` where there is one, then cobra's directive line (`:4`: no file
 //!   completion; `:0`: let the shell complete file names). Names come live from the current
 //!   context (contexts, clusters and users from the kubeconfig; namespaces, ClusterQueues and
-//!   AdmissionChecks from the cluster, through [`connect`](crate::cluster::connect::connect)),
-//!   bounded by a short timeout; any failure just leaves them out.
+//!   AdmissionChecks from the cluster, through [`connect`](crate::cluster::connecting::connect::connect)),
+//!   bounded by a short timeout; any failure just leaves them out. The words before the cursor
+//!   are parsed by clap itself, so every connection flag reaches the lookups as it reaches a
+//!   run; only the word under the cursor, and a flag still waiting for its value, are read here.
 
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Arg, ArgAction, Args, CommandFactory, ValueEnum, ValueHint};
+use clap::{Arg, ArgAction, ArgMatches, CommandFactory, FromArgMatches, ValueHint};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::{ApiResource, GroupVersionKind};
 
-use crate::cli::{Cli, ConnectionArgs};
-use crate::cluster::{connect, fetch};
+use super::args::{Cli, CompletionShell, ConnectionArgs};
+use crate::cluster::connecting::connect;
+use crate::cluster::reading::fetch;
 use crate::exit::Exit;
+use crate::invocation::ConnectionSettings;
 use crate::log::Log;
 
 /// The name kubectl looks for on PATH to complete `kubectl dispatch`.
@@ -36,21 +40,6 @@ const LOOKUP_TIMEOUT: Duration = Duration::from_secs(3);
 /// cobra's ShellCompDirective values.
 const DIRECTIVE_DEFAULT: u8 = 0;
 const DIRECTIVE_NO_FILE: u8 = 4;
-
-#[derive(Debug, Args)]
-pub struct CompletionArgs {
-    /// The shell to write the script for
-    #[arg(value_enum)]
-    pub shell: CompletionShell,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CompletionShell {
-    Bash,
-    Zsh,
-    Fish,
-    Powershell,
-}
 
 /// Writes the completion script for `kubectl-dispatch` to `out`.
 pub fn script(shell: CompletionShell, out: &mut dyn Write) {
@@ -109,14 +98,14 @@ pub fn as_kubectl_completer() -> Option<Exit> {
 pub trait Names {
     /// Names for the value of the flag `long` (e.g. `context`, `cluster-queue`), given the
     /// connection flags typed so far; `None` when this flag has no named values.
-    fn names(&self, long: &str, connection: &ConnectionArgs) -> Option<Vec<String>>;
+    fn names(&self, long: &str, connection: &ConnectionSettings) -> Option<Vec<String>>;
 }
 
 /// Reads names from the real kubeconfig and cluster.
 pub struct Live;
 
 impl Names for Live {
-    fn names(&self, long: &str, connection: &ConnectionArgs) -> Option<Vec<String>> {
+    fn names(&self, long: &str, connection: &ConnectionSettings) -> Option<Vec<String>> {
         let kind = match long {
             "context" | "cluster" | "user" => return Some(kubeconfig_names(long, connection)),
             "namespace" => Lookup::Namespaces,
@@ -140,7 +129,7 @@ enum Lookup {
     Workloads,
 }
 
-async fn lookup(kind: Lookup, connection: &ConnectionArgs) -> Option<Vec<String>> {
+async fn lookup(kind: Lookup, connection: &ConnectionSettings) -> Option<Vec<String>> {
     let log = Log::silent();
     // The exec credential plugin, if any, is bounded like every request, and never gets the
     // terminal: the shell is waiting on this.
@@ -173,8 +162,10 @@ async fn lookup(kind: Lookup, connection: &ConnectionArgs) -> Option<Vec<String>
     Some(list.items.into_iter().filter_map(|o| o.metadata.name).collect())
 }
 
-fn kubeconfig_names(long: &str, connection: &ConnectionArgs) -> Vec<String> {
-    let Some(config) = crate::cluster::kubeconfig::load(connection).ok().flatten() else { return Vec::new() };
+fn kubeconfig_names(long: &str, connection: &ConnectionSettings) -> Vec<String> {
+    let Some(config) = crate::cluster::connecting::kubeconfig::load(connection).ok().flatten() else {
+        return Vec::new();
+    };
     match long {
         "context" => config.contexts.into_iter().map(|c| c.name).collect(),
         "cluster" => config.clusters.into_iter().map(|c| c.name).collect(),
@@ -230,103 +221,73 @@ fn takes_value(arg: &Arg) -> bool {
     matches!(arg.get_action(), ArgAction::Set | ArgAction::Append)
 }
 
-/// What the words before the cursor say: the subcommand path, the connection flags, and
-/// whether the last word is a flag still waiting for its value.
+/// What the words before the cursor say: the subcommand path and the connection settings, as
+/// clap parses them, and whether the last word is a flag still waiting for its value.
 #[derive(Default)]
 struct Line {
     /// Subcommand names from the root.
     path: Vec<String>,
     positionals: usize,
     pending: Option<Arg>,
-    connection: ConnectionArgs,
+    connection: ConnectionSettings,
 }
 
 impl Line {
     fn parse(root: &clap::Command, words: &[&str]) -> Line {
         let mut line = Line::default();
-        let mut i = 0;
-        let mut only_positionals = false;
-        while i < words.len() {
-            let word = words[i];
-            i += 1;
-            if only_positionals || word == "-" || !word.starts_with('-') {
-                let sub = line.leaf(root);
-                match sub.find_subcommand(word) {
-                    Some(s) if line.positionals == 0 && !only_positionals => line.path.push(s.get_name().to_string()),
-                    _ => line.positionals += 1,
-                }
-                continue;
-            }
-            if word == "--" {
-                only_positionals = true;
-                continue;
-            }
-            if let Some(long) = word.strip_prefix("--") {
-                let (name, inline) = match long.split_once('=') {
-                    Some((n, v)) => (n, Some(v.to_string())),
-                    None => (long, None),
-                };
-                let Some(arg) = line.find_long(root, name) else { continue };
-                if takes_value(&arg) {
-                    // `--insecure-skip-tls-verify[=BOOL]` takes its value only after `=`.
-                    let next = (!arg.is_require_equals_set()).then(|| words.get(i).map(|w| w.to_string())).flatten();
-                    match inline.clone().or(next) {
-                        Some(value) => {
-                            if inline.is_none() {
-                                i += 1;
-                            }
-                            line.note(&arg, value);
-                        }
-                        None if arg.is_require_equals_set() => {}
-                        None => line.pending = Some(arg),
-                    }
-                }
-                continue;
-            }
-            // Short flags, possibly clustered (`-An`) or with the value attached (`-nfoo`).
-            let shorts: Vec<char> = word[1..].chars().collect();
-            for (k, c) in shorts.iter().enumerate() {
-                let Some(arg) = line.find_short(root, *c) else { break };
-                if takes_value(&arg) {
-                    let rest: String = shorts[k + 1..].iter().collect();
-                    let rest = rest.strip_prefix('=').map(str::to_string).unwrap_or(rest);
-                    if !rest.is_empty() {
-                        line.note(&arg, rest);
-                    } else if let Some(value) = words.get(i) {
-                        i += 1;
-                        line.note(&arg, value.to_string());
-                    } else {
-                        line.pending = Some(arg);
-                    }
-                    break;
-                }
-            }
+        let argv = std::iter::once("kubectl-dispatch").chain(words.iter().copied());
+        // An unfinished line is no valid command: clap keeps what it could read.
+        if let Ok(matches) = root.clone().ignore_errors(true).try_get_matches_from(argv) {
+            line.read(root, &matches);
         }
+        line.pending = line.waiting_for_value(root, words.last().copied());
         line
     }
 
-    /// Keeps the connection flags, for the live lookups.
-    fn note(&mut self, arg: &Arg, value: String) {
-        let c = &mut self.connection;
-        match arg.get_long() {
-            Some("kubeconfig") => c.kubeconfig = Some(PathBuf::from(value)),
-            Some("context") => c.context = Some(value),
-            Some("cluster") => c.cluster = Some(value),
-            Some("user") => c.user = Some(value),
-            Some("as") => c.impersonate = Some(value),
-            Some("as-group") => c.impersonate_groups.push(value),
-            Some("as-uid") => c.impersonate_uid = Some(value),
-            Some("namespace") => c.namespace = Some(value),
-            Some("server") => c.server = Some(value),
-            Some("token") => c.token = Some(crate::cli::Secret(value)),
-            Some("certificate-authority") => c.certificate_authority = Some(PathBuf::from(value)),
-            Some("client-certificate") => c.client_certificate = Some(PathBuf::from(value)),
-            Some("client-key") => c.client_key = Some(PathBuf::from(value)),
-            Some("tls-server-name") => c.tls_server_name = Some(value),
-            Some("insecure-skip-tls-verify") => c.insecure_skip_tls_verify = value.parse().ok(),
-            Some("disable-compression") => c.disable_compression = value.parse().ok(),
-            _ => {}
+    /// The subcommands, the leaf's positionals and the connection settings, from clap's matches.
+    fn read(&mut self, root: &clap::Command, matches: &ArgMatches) {
+        let mut leaf = matches;
+        let mut command = root;
+        while let Some((name, sub)) = leaf.subcommand() {
+            let Some(found) = command.find_subcommand(name) else { break };
+            self.path.push(found.get_name().to_string());
+            command = found;
+            leaf = sub;
         }
+        self.positionals = command
+            .get_positionals()
+            .filter(|a| leaf.value_source(a.get_id().as_str()) == Some(clap::parser::ValueSource::CommandLine))
+            .count();
+        let namespace = |m: &ArgMatches| m.try_get_one::<String>("namespace").ok().flatten().cloned();
+        // The verb's -n, else the one typed before the verb, as `resolve` takes them.
+        let namespace = namespace(leaf).or_else(|| namespace(matches));
+        let args = ConnectionArgs::from_arg_matches(matches).unwrap_or_default();
+        self.connection = args.settings(namespace);
+    }
+
+    /// The flag `last` names when it still waits for its value (`--context`, `-n`, `-An`), as
+    /// the cursor's word will be that value.
+    fn waiting_for_value(&self, root: &clap::Command, last: Option<&str>) -> Option<Arg> {
+        let word = last?;
+        if word == "--" || word == "-" || !word.starts_with('-') {
+            return None;
+        }
+        if let Some(long) = word.strip_prefix("--") {
+            if long.contains('=') {
+                return None;
+            }
+            // `--insecure-skip-tls-verify[=BOOL]` takes its value only after `=`.
+            return self.find_long(root, long).filter(|a| takes_value(a) && !a.is_require_equals_set());
+        }
+        // Short flags, possibly clustered (`-An`); a value attached (`-nfoo`) is no wait.
+        let shorts: Vec<char> = word[1..].chars().collect();
+        for (k, c) in shorts.iter().enumerate() {
+            let arg = self.find_short(root, *c)?;
+            if takes_value(&arg) {
+                return (k + 1 == shorts.len()).then_some(arg);
+            }
+        }
+        None
     }
 
     /// The commands in scope, innermost first (global flags live on the root).
@@ -401,7 +362,14 @@ impl Candidates {
 
     /// Values for `arg` that start with `current`, each written after `lead` (`--flag=` when
     /// completing that form). Returns the directive.
-    fn values(&mut self, arg: &Arg, current: &str, lead: &str, connection: &ConnectionArgs, names: &dyn Names) -> u8 {
+    fn values(
+        &mut self,
+        arg: &Arg,
+        current: &str,
+        lead: &str,
+        connection: &ConnectionSettings,
+        names: &dyn Names,
+    ) -> u8 {
         let long = arg.get_long().unwrap_or_default();
         self.values_named(arg, long, current, lead, connection, names)
     }
@@ -414,7 +382,7 @@ impl Candidates {
         key: &str,
         current: &str,
         lead: &str,
-        connection: &ConnectionArgs,
+        connection: &ConnectionSettings,
         names: &dyn Names,
     ) -> u8 {
         let possible = arg.get_possible_values();
@@ -447,7 +415,7 @@ mod tests {
     struct Fake;
 
     impl Names for Fake {
-        fn names(&self, long: &str, connection: &ConnectionArgs) -> Option<Vec<String>> {
+        fn names(&self, long: &str, connection: &ConnectionSettings) -> Option<Vec<String>> {
             match long {
                 "context" => Some(vec!["admin".into(), "viewer".into()]),
                 "cluster-queue" => {
@@ -536,6 +504,65 @@ mod tests {
             ["--insecure-skip-tls-verify=true", "--insecure-skip-tls-verify=false", ":4"]
         );
         assert_eq!(values(&complete(&["-s", "https://x", "--tok"])), ["--token", ":4"]);
+    }
+
+    /// Keeps the connection settings each lookup is asked with.
+    struct Recording(std::cell::RefCell<Vec<ConnectionSettings>>);
+
+    impl Names for Recording {
+        fn names(&self, _long: &str, connection: &ConnectionSettings) -> Option<Vec<String>> {
+            self.0.borrow_mut().push(connection.clone());
+            Some(Vec::new())
+        }
+    }
+
+    /// Every connection flag clap knows reaches the lookups as it reaches a run: the settings
+    /// completion connects with are the ones `resolve` gives for the same words.
+    #[test]
+    fn every_connection_flag_reaches_the_lookups() {
+        use clap::{Args, Parser};
+        // Not settings of the connection: completion bounds its lookups itself, and logs nothing.
+        let not_settings = ["request-timeout", "v"];
+        let flags = ConnectionArgs::augment_args(clap::Command::new("flags"));
+        let mut checked = 0;
+        for arg in flags.get_arguments() {
+            let long = arg.get_long().expect("connection flags are long flags");
+            if not_settings.contains(&long) {
+                continue;
+            }
+            let typed: Vec<String> = if arg.is_require_equals_set() {
+                vec![format!("--{long}=true")]
+            } else {
+                vec![format!("--{long}"), format!("value-of-{long}")]
+            };
+            for place in ["before", "after"] {
+                let words: Vec<String> = match place {
+                    "before" => typed.iter().cloned().chain(["gate".into()]).collect(),
+                    _ => std::iter::once("gate".to_string()).chain(typed.iter().cloned()).collect(),
+                };
+                let recording = Recording(Default::default());
+                let line: Vec<String> =
+                    words.iter().cloned().chain(["--cluster-queue".into(), String::new()]).collect();
+                kubectl_complete(&line, &recording);
+                let asked = recording.0.borrow().clone();
+                assert_eq!(asked.len(), 1, "--{long} {place} the verb: {asked:?}");
+                let cli = Cli::try_parse_from(std::iter::once("kubectl-dispatch".to_string()).chain(words.clone()))
+                    .unwrap_or_else(|e| panic!("{words:?}: {e}"));
+                let run = super::super::resolve::resolve(cli).unwrap_or_else(|e| panic!("{words:?}: {e}"));
+                assert_ne!(asked[0], ConnectionSettings::default(), "completion ignores --{long} ({place} the verb)");
+                assert_eq!(asked[0], run.connection, "--{long} {place} the verb");
+            }
+            checked += 1;
+        }
+        assert!(checked >= 15, "only {checked} connection flags");
+        // -n, before the verb or after it, is the namespace of the lookups too.
+        for words in [&["-n", "ml", "gate"][..], &["gate", "-n", "ml"], &["workload", "--namespace=ml"]] {
+            let recording = Recording(Default::default());
+            let line: Vec<String> =
+                words.iter().map(|w| w.to_string()).chain(["--cluster-queue".into(), String::new()]).collect();
+            kubectl_complete(&line, &recording);
+            assert_eq!(recording.0.borrow()[0].namespace.as_deref(), Some("ml"), "{words:?}");
+        }
     }
 
     #[test]

@@ -9,8 +9,8 @@ use kube::config::{
     AuthInfo, Cluster, Context, Kubeconfig, KubeconfigError, NamedAuthInfo, NamedCluster, NamedContext,
 };
 
-use crate::cli::ConnectionArgs;
 use crate::error::{Error, first_line};
+use crate::invocation::ConnectionSettings;
 
 /// The chosen context, after the flags.
 #[derive(Debug, Clone)]
@@ -55,7 +55,7 @@ impl Chosen {
 }
 
 /// The context to use, or `None` when there is no kubeconfig and no `--server` (in-cluster).
-pub fn choose(args: &ConnectionArgs) -> Result<Option<Chosen>, Error> {
+pub fn choose(args: &ConnectionSettings) -> Result<Option<Chosen>, Error> {
     let kubeconfig = match load(args)? {
         Some(k) => k,
         None if args.server.is_some() => Kubeconfig::default(),
@@ -106,7 +106,7 @@ pub fn choose(args: &ConnectionArgs) -> Result<Option<Chosen>, Error> {
 
 /// `--server`, `--certificate-authority`, `--insecure-skip-tls-verify`, `--tls-server-name`,
 /// `--disable-compression`, as client-go lays them over the kubeconfig's cluster.
-fn lay_over_cluster(cluster: &mut Cluster, args: &ConnectionArgs) {
+fn lay_over_cluster(cluster: &mut Cluster, args: &ConnectionSettings) {
     if let Some(server) = &args.server {
         cluster.server = Some(server.clone());
     }
@@ -127,7 +127,7 @@ fn lay_over_cluster(cluster: &mut Cluster, args: &ConnectionArgs) {
 }
 
 /// `--token`, `--client-certificate`, `--client-key`, `--as`, `--as-group`, `--as-uid`.
-fn lay_over_user(user: &mut AuthInfo, args: &ConnectionArgs) {
+fn lay_over_user(user: &mut AuthInfo, args: &ConnectionSettings) {
     if let Some(token) = &args.token {
         user.token = Some(token.0.clone().into());
     }
@@ -197,7 +197,7 @@ pub fn uses_exec(user: &AuthInfo) -> bool {
 }
 
 /// The kubeconfig files merged, as kubectl reads them; `None` when there are none.
-pub(crate) fn load(args: &ConnectionArgs) -> Result<Option<Kubeconfig>, Error> {
+pub(crate) fn load(args: &ConnectionSettings) -> Result<Option<Kubeconfig>, Error> {
     match &args.kubeconfig {
         Some(path) => read_file(path).map(Some),
         None => read_default(),
@@ -244,7 +244,7 @@ fn home_config() -> Option<PathBuf> {
 }
 
 /// The names of the kubeconfig's contexts, in file order, for `--all-contexts`.
-pub fn context_names(args: &ConnectionArgs) -> Result<Vec<String>, Error> {
+pub fn context_names(args: &ConnectionSettings) -> Result<Vec<String>, Error> {
     let names: Vec<String> = load(args)?.ok_or(Error::NoKubeconfig)?.contexts.into_iter().map(|c| c.name).collect();
     if names.is_empty() {
         return Err(Error::Kubeconfig("the kubeconfig has no contexts".into()));
@@ -256,8 +256,8 @@ pub fn context_names(args: &ConnectionArgs) -> Result<Vec<String>, Error> {
 mod tests {
     use super::*;
 
-    fn args() -> ConnectionArgs {
-        ConnectionArgs::default()
+    fn args() -> ConnectionSettings {
+        ConnectionSettings::default()
     }
 
     fn with_ca() -> Cluster {
@@ -272,25 +272,25 @@ mod tests {
     #[test]
     fn a_ca_or_insecure_flag_replaces_the_trust_setting() {
         let mut c = with_ca();
-        lay_over_cluster(&mut c, &ConnectionArgs { insecure_skip_tls_verify: Some(true), ..args() });
+        lay_over_cluster(&mut c, &ConnectionSettings { insecure_skip_tls_verify: Some(true), ..args() });
         assert_eq!((c.insecure_skip_tls_verify, c.certificate_authority_data), (Some(true), None));
         let mut c = with_ca();
-        lay_over_cluster(&mut c, &ConnectionArgs { certificate_authority: Some("ca.crt".into()), ..args() });
+        lay_over_cluster(&mut c, &ConnectionSettings { certificate_authority: Some("ca.crt".into()), ..args() });
         assert_eq!(c.certificate_authority.as_deref(), Some("ca.crt"));
         assert_eq!((c.insecure_skip_tls_verify, c.certificate_authority_data), (Some(false), None));
         // --insecure-skip-tls-verify=false is Go's zero value: it changes nothing
         let mut c = with_ca();
-        lay_over_cluster(&mut c, &ConnectionArgs { insecure_skip_tls_verify: Some(false), ..args() });
+        lay_over_cluster(&mut c, &ConnectionSettings { insecure_skip_tls_verify: Some(false), ..args() });
         assert_eq!(c.certificate_authority_data.as_deref(), Some("Q0E="));
     }
 
     #[test]
     fn a_new_server_drops_the_kubeconfigs_tls_server_name() {
         let mut c = with_ca();
-        lay_over_cluster(&mut c, &ConnectionArgs { server: Some("https://b".into()), ..args() });
+        lay_over_cluster(&mut c, &ConnectionSettings { server: Some("https://b".into()), ..args() });
         assert_eq!((c.server.as_deref(), c.tls_server_name), (Some("https://b"), None));
         let mut c = with_ca();
-        lay_over_cluster(&mut c, &ConnectionArgs { tls_server_name: Some("other".into()), ..args() });
+        lay_over_cluster(&mut c, &ConnectionSettings { tls_server_name: Some("other".into()), ..args() });
         assert_eq!(c.tls_server_name.as_deref(), Some("other"));
         let mut c = with_ca();
         lay_over_cluster(&mut c, &args());

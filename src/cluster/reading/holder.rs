@@ -6,8 +6,8 @@
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::Api;
 
-use super::connect::Connection;
 use super::failure::{Failure, classify};
+use crate::cluster::connecting::connect::Connection;
 use crate::core::fetched::{Denied, Fetched};
 use crate::core::holder::{self, HolderFacts, NodeFacts, PodFacts, Termination};
 use crate::core::lease::{LeaseFacts, LeaseRef};

@@ -1,0 +1,68 @@
+//! The edge of the plugin, and the only place that knows clap: the command line as clap types
+//! ([`args`]), their resolution into the plain settings every layer below takes
+//! ([`resolve`], into [`crate::invocation`]), and shell completion ([`complete`]).
+
+pub mod args;
+pub mod complete;
+pub mod resolve;
+
+use std::io::{self, Write};
+
+use clap::Parser;
+
+use crate::error::Error;
+use crate::exit::Exit;
+use crate::invocation::Invocation;
+
+/// What the command line asks for.
+pub enum Parsed {
+    /// A cluster command, resolved; with the `-v` level for the log.
+    Run(Box<Invocation>, u8),
+    /// Done already (help, version, a completion script or a usage error was printed): exit
+    /// with this.
+    Done(Exit),
+    /// The command line was read, but is not a valid run.
+    Invalid(Error),
+}
+
+/// Parses this process's arguments, and prints what needs no cluster: help, version, usage
+/// errors in kubectl's shape, completion scripts.
+pub fn parse() -> Parsed {
+    let cli = match args::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return Parsed::Done(usage(e)),
+    };
+    if let args::Command::Completion(completion) = &cli.command {
+        return Parsed::Done(complete::print_script(completion.shell));
+    }
+    let verbosity = cli.connection.verbosity;
+    match resolve::resolve(cli) {
+        Ok(inv) => Parsed::Run(Box::new(inv), verbosity),
+        Err(e) => Parsed::Invalid(e),
+    }
+}
+
+/// clap's errors, reduced to kubectl's shape: one `error:` line and one hint.
+fn usage(e: clap::Error) -> Exit {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = e.print();
+        return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { Exit::Usage } else { Exit::Yes };
+    }
+    let text = e.render().to_string();
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or("error: invalid usage");
+    let mut line = first.strip_prefix("error: ").unwrap_or(first).to_string();
+    // "the following required arguments were not provided:" lists them on the lines below.
+    if line.ends_with(':') {
+        let listed: Vec<&str> = lines.take_while(|l| l.starts_with("  ")).map(str::trim).collect();
+        line = format!("{line} {}", listed.join(", "));
+    }
+    let mut stderr = io::stderr().lock();
+    let _ = writeln!(stderr, "error: {line}");
+    let _ = writeln!(stderr, "See 'kubectl dispatch --help' for usage.");
+    Exit::Usage
+}

@@ -1,0 +1,143 @@
+//! One run of the plugin as plain, validated settings: what the command line (`cli/`) resolves into,
+//! and all that the layers below it take. No clap type is here or below.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::core::gate::GateSettings;
+use crate::core::lease::LeaseRef;
+
+/// One run of the plugin, fully resolved.
+#[derive(Debug, Clone)]
+pub struct Invocation {
+    pub connection: ConnectionSettings,
+    pub timeout: Option<Duration>,
+    pub verb: Verb,
+}
+
+/// kubectl's connection flags, resolved: the one context in use, and the namespace of the
+/// Workloads to show (`-n` of gate, doctor and workload).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ConnectionSettings {
+    pub kubeconfig: Option<PathBuf>,
+    pub context: Option<String>,
+    pub cluster: Option<String>,
+    pub user: Option<String>,
+    pub impersonate: Option<String>,
+    pub impersonate_groups: Vec<String>,
+    pub impersonate_uid: Option<String>,
+    pub namespace: Option<String>,
+    pub server: Option<String>,
+    pub token: Option<Secret>,
+    pub certificate_authority: Option<PathBuf>,
+    pub client_certificate: Option<PathBuf>,
+    pub client_key: Option<PathBuf>,
+    pub insecure_skip_tls_verify: Option<bool>,
+    pub tls_server_name: Option<String>,
+    pub disable_compression: Option<bool>,
+}
+
+/// A flag's value that is never shown: `Debug` prints `<redacted>`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+impl std::str::FromStr for Secret {
+    type Err = std::convert::Infallible;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(Secret(s.to_string()))
+    }
+}
+
+/// The contexts of a fleet run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fleet {
+    Named(Vec<String>),
+    All,
+}
+
+#[derive(Debug, Clone)]
+pub enum Verb {
+    /// `gate` on several contexts at once.
+    Fleet {
+        contexts: Fleet,
+        settings: GateSettings,
+        output: Output,
+        all_states: bool,
+        all_namespaces: bool,
+    },
+    Gate {
+        settings: GateSettings,
+        output: Output,
+        all_states: bool,
+        all_namespaces: bool,
+        live: Option<GateLive>,
+    },
+    Lease {
+        lease: LeaseRef,
+        output: Output,
+        watch: Option<LeaseWatch>,
+    },
+    /// One Workload explained.
+    Workload {
+        name: String,
+        settings: GateSettings,
+        output: Output,
+    },
+    Doctor {
+        lease: LeaseRef,
+        output: Output,
+        all_namespaces: bool,
+        /// Print only the RBAC to add.
+        rbac: bool,
+    },
+}
+
+/// `gate --watch` or `gate --wait`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GateLive {
+    pub wait: bool,
+    pub timeout: Option<Duration>,
+}
+
+/// `lease --watch`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseWatch {
+    pub changes_only: bool,
+    pub until: Option<Until>,
+    pub timeout: Option<Duration>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Output {
+    pub format: Format,
+    pub no_headers: bool,
+}
+
+/// Every output format; `gate` takes them all, `lease`, `workload` and `doctor` all but
+/// prometheus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Wide,
+    Json,
+    Yaml,
+    Prometheus,
+}
+
+/// What `lease --watch --until` waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Until {
+    /// The Lease is a live heartbeat.
+    Fresh,
+    /// The Lease is not a live heartbeat (stale, no holder, never renewed, or missing).
+    Stale,
+    /// Another holder takes the Lease.
+    HolderChange,
+}
