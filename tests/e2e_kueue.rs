@@ -12,9 +12,9 @@ mod support;
 use std::time::Duration;
 
 use serde_json::Value;
-use support::Run;
 use support::fixtures;
-use support::kueue::{Kueue, condition, eventually};
+use support::kueue::{Kueue, condition};
+use support::{Run, eventually};
 
 const NS: &str = "ml";
 const CHECK: &str = "dispatch";
