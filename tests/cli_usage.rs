@@ -6,32 +6,11 @@
 
 mod support;
 
-use std::process::{Command, Stdio};
+use support::{Run, UNREACHABLE_KUBECONFIG, with_kubeconfig};
 
-use support::{Run, plugin_path, unique};
-
-/// A kubeconfig whose contexts (`admin`, the current one, and `other`) name a server nothing
-/// answers at.
-const UNREACHABLE: &str = "apiVersion: v1\nkind: Config\ncurrent-context: admin\ncontexts:\n- name: admin\n  context: {cluster: x, user: x}\n- name: other\n  context: {cluster: x, user: x}\nclusters:\n- name: x\n  cluster: {server: \"https://127.0.0.1:1\"}\nusers:\n- name: x\n  user: {token: abc}\n";
-
-/// `kubectl dispatch ARGS` with the unreachable kubeconfig.
+/// `kubectl dispatch ARGS` with a kubeconfig whose server nothing answers at.
 fn dispatch(args: &[&str]) -> Run {
-    let dir = std::env::temp_dir().join(unique("dispatch-usage"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("config");
-    std::fs::write(&path, UNREACHABLE).unwrap();
-    let mut full = vec!["dispatch"];
-    full.extend_from_slice(args);
-    let out = Command::new("kubectl")
-        .args(&full)
-        .env("KUBECONFIG", &path)
-        .env("PATH", plugin_path())
-        .env_remove("NO_COLOR")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run kubectl (the tests run the plugin through it): {e}"));
-    std::fs::remove_dir_all(&dir).unwrap();
-    Run::from(out)
+    with_kubeconfig(UNREACHABLE_KUBECONFIG, args)
 }
 
 #[test]

@@ -207,6 +207,30 @@ impl Cluster {
     }
 }
 
+/// A kubeconfig whose contexts (`admin`, the current one, and `other`) name a server nothing
+/// answers at: for runs that must end before they connect.
+pub const UNREACHABLE_KUBECONFIG: &str = "apiVersion: v1\nkind: Config\ncurrent-context: admin\ncontexts:\n- name: admin\n  context: {cluster: x, user: x}\n- name: other\n  context: {cluster: x, user: x}\nclusters:\n- name: x\n  cluster: {server: \"https://127.0.0.1:1\"}\nusers:\n- name: x\n  user: {token: abc}\n";
+
+/// Runs `kubectl dispatch ARGS` with a kubeconfig file of our own.
+pub fn with_kubeconfig(kubeconfig: &str, args: &[&str]) -> Run {
+    let dir = std::env::temp_dir().join(unique("dispatch-kc"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("config");
+    std::fs::write(&path, kubeconfig).unwrap();
+    let mut full = vec!["dispatch"];
+    full.extend_from_slice(args);
+    let out = Command::new("kubectl")
+        .args(&full)
+        .env("KUBECONFIG", &path)
+        .env("PATH", plugin_path())
+        .env("RUST_BACKTRACE", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    Run::from(out)
+}
+
 /// PATH with the freshly built plugin's folder first.
 pub fn plugin_path() -> String {
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_kubectl-dispatch"));

@@ -69,8 +69,16 @@ impl Watch {
         self.wait_for_stderr_where(prefix, limit, |l| l.starts_with(prefix))
     }
 
+    /// Waits until a stderr line, one already read or a new one, satisfies `pred`.
+    pub fn wait_for_stderr_any(&mut self, what: &str, limit: Duration, pred: impl Fn(&str) -> bool) {
+        self.wait_for_stderr_from(0, what, limit, pred)
+    }
+
     fn wait_for_stderr_where(&mut self, what: &str, limit: Duration, pred: impl Fn(&str) -> bool) {
-        let start = self.stderr.len();
+        self.wait_for_stderr_from(self.stderr.len(), what, limit, pred)
+    }
+
+    fn wait_for_stderr_from(&mut self, start: usize, what: &str, limit: Duration, pred: impl Fn(&str) -> bool) {
         eventually(&format!("a stderr line {what:?}"), limit, || {
             self.drain_stderr();
             if self.stderr[start..].iter().any(|l| pred(l)) { Ok(()) } else { Err(self.stderr.join("\n")) }
