@@ -10,9 +10,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use support::{Cluster, repo, unique};
+use support::{Cluster, repo, try_eventually, unique};
 
 const KUEUE_CRDS: [&str; 4] = [
     "admissionchecks.kueue.x-k8s.io",
@@ -90,15 +90,12 @@ fn processes_with_state_dir_env(dir: &Path) -> Vec<u32> {
 
 /// Polls until `dir` is gone and no process names it, or `limit` passes.
 fn wait_torn_down(dir: &Path, limit: Duration) -> (bool, Vec<(u32, String)>) {
-    let t0 = Instant::now();
-    loop {
-        let exists = dir.exists();
-        let procs = processes_naming(dir);
-        if (!exists && procs.is_empty()) || t0.elapsed() > limit {
-            return (exists, procs);
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let polled = try_eventually(limit, || {
+        let state = (dir.exists(), processes_naming(dir));
+        if !state.0 && state.1.is_empty() { Ok(state) } else { Err(state) }
+    });
+    let (Ok(state) | Err(state)) = polled;
+    state
 }
 
 fn assert_torn_down(dir: &Path, (exists, procs): (bool, Vec<(u32, String)>)) {
@@ -107,17 +104,13 @@ fn assert_torn_down(dir: &Path, (exists, procs): (bool, Vec<(u32, String)>)) {
 }
 
 fn wait_with_deadline(child: &mut Child, limit: Duration, what: &str) -> ExitStatus {
-    let t0 = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            return status;
-        }
-        if t0.elapsed() > limit {
+    match try_eventually(limit, || child.try_wait().expect("try_wait").ok_or(())) {
+        Ok(status) => status,
+        Err(()) => {
             let _ = child.kill();
             let _ = child.wait();
             panic!("{what} did not exit within {limit:?}; killed it");
         }
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -397,12 +390,11 @@ fn ctrl_c_on_the_run_script_tears_down() {
 
     // Without a terminal, CMD runs in its own process group and run signals all of it: the
     // `sleep` that sh started is gone too.
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    let mut left = processes_with_state_dir_env(&dir);
-    while !left.is_empty() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-        left = processes_with_state_dir_env(&dir);
-    }
+    let polled = try_eventually(Duration::from_secs(5), || {
+        let left = processes_with_state_dir_env(&dir);
+        if left.is_empty() { Ok(left) } else { Err(left) }
+    });
+    let (Ok(left) | Err(left)) = polled;
     for pid in &left {
         let _ = Command::new("kill").arg(pid.to_string()).status();
     }
@@ -431,11 +423,9 @@ fn the_audit_log_records_the_plugins_requests() {
     assert!(log.is_file(), "no audit log at {}", log.display());
 
     let run = c.dispatch(&["lease"]);
-    let t0 = Instant::now();
-    let mut seen: Vec<(String, String, String)>;
-    loop {
+    let polled = try_eventually(Duration::from_secs(5), || {
         let body = std::fs::read_to_string(log).unwrap_or_else(|e| panic!("cannot read {}: {e}", log.display()));
-        seen = body
+        let seen: Vec<(String, String, String)> = body
             .lines()
             .map(|l| {
                 serde_json::from_str::<serde_json::Value>(l)
@@ -453,11 +443,9 @@ fn the_audit_log_records_the_plugins_requests() {
             })
             .collect();
         let lease_read = seen.iter().any(|(_, _, uri)| uri.contains("/namespaces/dispatch-system/leases"));
-        if lease_read || t0.elapsed() > Duration::from_secs(5) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+        if lease_read { Ok(seen) } else { Err(seen) }
+    });
+    let (Ok(seen) | Err(seen)) = polled;
     assert!(
         seen.iter().any(|(_, verb, uri)| !verb.is_empty() && uri.contains("/namespaces/dispatch-system/leases")),
         "no audit line with userAgent kubectl-dispatch/... reading a Lease in dispatch-system; \

@@ -6,12 +6,13 @@
 
 mod support;
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use support::elector::{Campaign, Elector};
 use support::fixtures::Scenario;
-use support::watch::Watch;
+use support::watch::{Watch, connection_lines};
 use support::{Cluster, Run};
 
 const S: Duration = Duration::from_secs(1);
@@ -151,8 +152,15 @@ fn a_killed_leader_goes_stale_within_twice_the_duration_with_no_api_event() {
     let id = pod_identity("k1");
     let mut leader = Elector::start(c, campaign(&s, false), &id);
     leader.wait_leading(20 * S);
-    // Let it renew a few times first, as a running leader does.
-    std::thread::sleep(2 * S);
+    // Let it renew a few times first, as a running leader does: two renewals after the
+    // renewTime it took the Lease with.
+    let mut renewals = BTreeSet::new();
+    support::eventually("the leader renews the Lease twice", 20 * S, || {
+        renewals.insert(
+            c.kubectl_ok(&["get", "lease", "-n", &s.lease_ns, &s.lease_name, "-o", "jsonpath={.spec.renewTime}"], None),
+        );
+        if renewals.len() >= 3 { Ok(()) } else { Err(format!("renewTimes seen: {renewals:?}")) }
+    });
     gate(c, &s).expect_code(0);
 
     leader.kill();
@@ -197,24 +205,6 @@ fn a_killed_leader_goes_stale_within_twice_the_duration_with_no_api_event() {
             && verdict.ends_with(" ago, beyond 8s"),
         "{verdict}"
     );
-}
-
-/// The stderr lines about the connection, in order (`interrupted`, `resumed`, `expired`).
-fn connection_lines(stderr: &[String]) -> Vec<&'static str> {
-    stderr
-        .iter()
-        .filter_map(|l| {
-            if l.starts_with("watch interrupted: ") && l.ends_with("; reconnecting") {
-                Some("interrupted")
-            } else if l == "watch resumed" {
-                Some("resumed")
-            } else if l.starts_with("watch expired: ") {
-                Some("expired")
-            } else {
-                None
-            }
-        })
-        .collect()
 }
 
 #[test]

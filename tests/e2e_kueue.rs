@@ -4,7 +4,7 @@
 //! reserves their quota and puts them at dispatch's check; a stand-in for dispatch-admission
 //! then answers the check, and the plugin shows what Kueue made of each answer.
 //!
-//! Kueue's manager is built from its pinned Go module on first use (minutes; see the README),
+//! Kueue's manager is built from its pinned Go module on first use (minutes; see docs/development.md),
 //! then cached. A failing test prints the tail of the manager's log.
 
 mod support;
@@ -12,9 +12,9 @@ mod support;
 use std::time::Duration;
 
 use serde_json::Value;
-use support::Run;
 use support::fixtures;
-use support::kueue::{Kueue, condition, eventually};
+use support::kueue::{Kueue, condition};
+use support::{Run, eventually};
 
 const NS: &str = "ml";
 const CHECK: &str = "dispatch";

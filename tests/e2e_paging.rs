@@ -8,8 +8,8 @@ mod support;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use support::Cluster;
 use support::fixtures::{self, Scenario};
+use support::{Cluster, try_eventually};
 
 const TOTAL: usize = 1_100; // three pages of at most 500
 
@@ -185,19 +185,17 @@ fn lists_come_gzip_compressed(c: &Cluster, s: &Scenario) {
         args.extend_from_slice(flags);
         args.extend(s.args("gate", &["-n", &s.ns]));
         shapes.kubectl(&args, &[]).expect_code(0);
-        let deadline = Instant::now() + Duration::from_secs(5);
-        let down = loop {
+        let polled = try_eventually(Duration::from_secs(5), || {
             let closed: Vec<u64> = proxy
                 .carried()
                 .iter()
                 .filter(|l| l.starts_with("CLOSED "))
                 .filter_map(|l| l.rsplit("down=").next()?.parse().ok())
                 .collect();
-            if !closed.is_empty() || Instant::now() > deadline {
-                break closed.iter().sum::<u64>();
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        };
+            if closed.is_empty() { Err(closed) } else { Ok(closed) }
+        });
+        let (Ok(closed) | Err(closed)) = polled;
+        let down = closed.iter().sum::<u64>();
         assert!(down > 0, "the proxy counted nothing: {:?}", proxy.carried());
         received.push(down);
     }

@@ -6,9 +6,10 @@ mod support;
 
 use std::time::Duration;
 
+use k8s_openapi::jiff::Timestamp;
 use support::controller::{Controller, write_lease};
 use support::fixtures::{self, Scenario};
-use support::watch::Watch;
+use support::watch::{Watch, connection_lines};
 use support::{Cluster, Run};
 
 const S: Duration = Duration::from_secs(1);
@@ -124,25 +125,6 @@ fn rolling_restart_rows_in_a_table_never_say_stale() {
     assert!(seen.iter().all(|l| !l.contains('\u{1b}')), "no escape codes when piped");
     assert!(seen.iter().all(|l| l.split_whitespace().nth(1) != Some("stale")), "{seen:#?}");
     assert!(seen.last().unwrap().starts_with("renewal gaps: "), "the summary on exit: {seen:#?}");
-}
-
-/// The stderr lines about the connection, in order.
-fn connection_lines(stderr: &[String]) -> Vec<&str> {
-    stderr
-        .iter()
-        .map(String::as_str)
-        .filter_map(|l| {
-            if l.starts_with("watch interrupted: ") && l.ends_with("; reconnecting") {
-                Some("interrupted")
-            } else if l == "watch resumed" {
-                Some("resumed")
-            } else if l.starts_with("watch expired: ") {
-                Some("expired")
-            } else {
-                None
-            }
-        })
-        .collect()
 }
 
 #[test]
@@ -270,15 +252,42 @@ fn a_relist_after_an_apiserver_restart_loses_no_transition() {
     c.stop();
 }
 
+/// The plugin's requests for the Lease of `s` received since `since` and answered, from the
+/// audit log, as `(user, verb, code)`.
+fn lease_requests(c: &Cluster, s: &Scenario, since: Timestamp) -> Vec<(String, String, i64)> {
+    let path = format!("/namespaces/{}/leases", s.lease_ns);
+    c.audit_events()
+        .iter()
+        .filter(|e| e["userAgent"].as_str().is_some_and(|u| u.starts_with("kubectl-dispatch/")))
+        .filter(|e| e["stage"] == "ResponseComplete")
+        .filter(|e| e["requestURI"].as_str().is_some_and(|u| u.contains(&path) && u.contains(&s.lease_name)))
+        .filter(|e| e["requestReceivedTimestamp"].as_str().and_then(|t| t.parse::<Timestamp>().ok()) >= Some(since))
+        .map(|e| {
+            let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+            (text(&e["user"]["username"]), text(&e["verb"]), e["responseStatus"]["code"].as_i64().unwrap_or_default())
+        })
+        .collect()
+}
+
 #[test]
 fn a_forbidden_watch_shows_unknown_and_keeps_trying() {
     let c = Cluster::shared();
     let s = Scenario::new("w-403");
     leased(c, &s);
+    let started = Timestamp::now();
     let mut w = Watch::start(c, &["lease", "--watch", "--context", "no-lease", "--lease", &s.lease]);
     let row = w.wait_for("the forbidden row", 20 * S, |l| l.contains(" forbidden "));
     assert!(row.contains("missing RBAC: get, list and watch leases.coordination.k8s.io"), "{row}");
-    std::thread::sleep(3 * S);
+    // It keeps trying: the audit log shows the Lease asked for again, and refused again, while
+    // the process still runs (one that had exited, with 0 or not, would ask nothing more).
+    let refused =
+        || lease_requests(c, &s, started).into_iter().filter(|(user, _, code)| user == "no-lease" && *code == 403);
+    let at_the_row = refused().count();
+    let later = support::eventually("the plugin asks for the Lease again, refused", 30 * S, || {
+        let now = refused().count();
+        if now >= at_the_row + 2 { Ok(now) } else { Err(format!("{now} refused requests, {at_the_row} at the row")) }
+    });
+    assert!(w.running(), "the watch ended after {later} refused requests; stderr: {:?}", w.stderr);
     let (code, _, _) = w.stop();
     assert_eq!(code, 0, "still running until stopped, then 0");
 }
@@ -350,8 +359,13 @@ fn gate_wait_exit_codes_on_success_and_timeout() {
     );
     c.dispatch(&s.args("gate", &["--wait", "--timeout", "3s", "--context", "no-lease"])).expect_code(4);
     // Stale at the start, then the controller comes back: --wait returns 0 as soon as it does.
+    let started = Timestamp::now();
     let mut w = Watch::start(c, &s.args("gate", &["--wait", "--timeout", "60s"]));
-    std::thread::sleep(2 * S);
+    support::eventually("the waiting gate has read the stale Lease", 20 * S, || {
+        let asked = lease_requests(c, &s, started);
+        if asked.is_empty() { Err("no answered request for the Lease yet".into()) } else { Ok(()) }
+    });
+    assert!(w.running(), "--wait ended on a stale Lease; stderr: {:?}", w.stderr);
     let _ctl = Controller::start(c, &s.lease_ns, &s.lease_name, "ctl-b_2", 15);
     assert_eq!(w.finish(30 * S), 0);
 }
@@ -392,9 +406,14 @@ fn gate_watch_on_a_stale_lease_does_not_reprint_the_chain_for_unrelated_workload
     w.wait_for("the verdict", 20 * S, |l| l.starts_with("ReadmissionGate: no (observe-only): "));
     for i in 1..=3 {
         c.apply(&fixtures::workload(&s.ns, &format!("job-{i}"), &s.lq, Some(&s.cq), &[(&s.check, "Pending", "", 5)]));
-        std::thread::sleep(2 * S);
+        // Each Workload's event is seen alone: its waiting count is printed before the next.
+        let count = match i {
+            1 => " 1 workload waits at dispatch's Pending check".to_string(),
+            _ => format!(" {i} workloads wait at dispatch's Pending check"),
+        };
+        let what = if i == 3 { "the last waiting count".to_string() } else { format!("waiting count {i}") };
+        w.wait_for(&what, 20 * S, |l| l.ends_with(&count));
     }
-    w.wait_for("the last waiting count", 20 * S, |l| l.ends_with(" 3 workloads wait at dispatch's Pending check"));
     // A renewed Lease turns the verdict: that is printed.
     let _ctl = Controller::start(c, &s.lease_ns, &s.lease_name, "ctl-b_2", 15);
     w.wait_for("the verdict going yes", 20 * S, |l| l == "ReadmissionGate: yes (the adapter writes)");

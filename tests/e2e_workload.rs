@@ -14,8 +14,8 @@ mod support;
 use std::time::Duration;
 
 use support::fixtures::{self, Scenario, time_ago};
-use support::kueue::{Kueue, condition, eventually};
-use support::{Cluster, Run, unique};
+use support::kueue::{Kueue, condition};
+use support::{Cluster, Run, eventually, try_eventually, unique};
 
 /// A v1beta2 Workload of one PodSet `main` queued on `lq`, with `spec_extra` lines in its spec
 /// and `status` (YAML under `status:`) applied through /status.
@@ -385,17 +385,6 @@ fn errors_as_kubectl_words_them() {
     run.expect_code(4);
     assert_eq!(run.stderr, format!("error: {words}\n"));
     assert!(run.stdout.is_empty());
-
-    // -A names no namespace: a usage error, after the verb (workload has no such flag) or
-    // before it (where it would be gate's).
-    let run = c.dispatch(&["workload", "mine", "-A"]);
-    run.expect_code(2);
-    assert!(run.stderr.starts_with("error: unexpected argument '-A' found"), "{}", run.stderr);
-    let run = c.dispatch(&["-A", "workload", "mine"]);
-    run.expect_code(2);
-    assert!(run.stderr.starts_with("error: a Workload is named in one namespace"), "{}", run.stderr);
-    let run = c.dispatch(&["workload"]);
-    run.expect_code(2);
 }
 
 #[test]
@@ -590,20 +579,16 @@ fn through_kueues_manager(version: &'static str) {
     // Kueue v0.14's scheduler writes that condition once, and a write that races the job
     // controller's status update is not retried (the Workload then waits with no QuotaReserved
     // condition at all); later lines always write it.
-    let refused = {
-        let limit = Duration::from_secs(if counts { 60 } else { 30 });
-        let started = std::time::Instant::now();
-        loop {
-            let w = k.workload(ns, &b);
-            let q = condition(&w, "QuotaReserved").clone();
-            if q["status"] == "False" && q["message"].as_str().is_some_and(|m| !m.is_empty()) {
-                break q;
-            }
-            if started.elapsed() > limit {
-                assert!(!counts, "Kueue {version} did not refuse quota to {b} within {limit:?}: {}", w["status"]);
-                break q;
-            }
-            std::thread::sleep(Duration::from_millis(200));
+    let limit = Duration::from_secs(if counts { 60 } else { 30 });
+    let refused = match try_eventually(limit, || {
+        let w = k.workload(ns, &b);
+        let q = condition(&w, "QuotaReserved").clone();
+        if q["status"] == "False" && q["message"].as_str().is_some_and(|m| !m.is_empty()) { Ok(q) } else { Err((q, w)) }
+    }) {
+        Ok(q) => q,
+        Err((q, w)) => {
+            assert!(!counts, "Kueue {version} did not refuse quota to {b} within {limit:?}: {}", w["status"]);
+            q
         }
     };
     if refused.is_null() {

@@ -9,14 +9,12 @@ mod facts;
 
 use std::collections::BTreeSet;
 
-use facts::{CHECK, CONTROLLER, cq, now};
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use facts::{CHECK, CONTROLLER, ac, ago, cq, dispatch_ac, forbidden, kueue_condition, now, secs, workload};
+use k8s_openapi::jiff::SignedDuration;
 use kubectl_dispatch::cluster::reading::wire::{self, WireClusterQueue};
 use kubectl_dispatch::core::fetched::{Denied, Fetched};
 use kubectl_dispatch::core::gate::{self, Chain, CheckKind, GateFacts, GateReport, GateSettings, Outcome};
-use kubectl_dispatch::core::kueue::{
-    AdmissionCheck, CheckRule, CheckState, ClusterQueue, Condition, LocalQueue, Workload,
-};
+use kubectl_dispatch::core::kueue::{AdmissionCheck, CheckRule, CheckState, ClusterQueue, Condition, LocalQueue};
 use kubectl_dispatch::core::lease::{self, LeaseFacts, LeaseRef, LeaseState};
 use kubectl_dispatch::core::verdict::Verdict;
 use kubectl_dispatch::core::waiting::{self, Waiting, WaitingScope};
@@ -29,61 +27,31 @@ const HOLDER: &str = "dispatch-admission-7d9f_1";
 const LEASE_RULE: &str = "get leases in namespace dispatch-system";
 const AC_RULE: &str = "list admissionchecks.kueue.x-k8s.io";
 const CQ_RULE: &str = "list clusterqueues.kueue.x-k8s.io";
+const READY: &str = "the controller is ready";
 
-fn ago(d: SignedDuration) -> Timestamp {
-    now() - d
-}
-
-fn secs(s: i64) -> SignedDuration {
-    SignedDuration::from_secs(s)
-}
-
+/// A condition that last changed an hour ago.
 fn condition(status: &str, reason: Option<&str>, message: Option<&str>) -> Condition {
-    Condition {
-        status: status.into(),
-        reason: reason.map(String::from),
-        message: message.map(String::from),
-        last_transition: Some(ago(secs(3600))),
-    }
+    kueue_condition(status, reason, message, secs(3600))
 }
 
 fn active_true() -> Option<Condition> {
-    Some(condition("True", Some("Active"), Some("the controller is ready")))
-}
-
-fn ac(name: &str, controller: Option<&str>, active: Option<Condition>) -> AdmissionCheck {
-    AdmissionCheck { name: name.into(), controller_name: controller.map(String::from), active }
-}
-
-/// dispatch's AdmissionCheck, Active=True.
-fn dispatch_ac() -> AdmissionCheck {
-    ac(CHECK, Some(CONTROLLER), active_true())
+    Some(condition("True", Some("Active"), Some(READY)))
 }
 
 /// A Lease renewed `renewed_ago` before now, with the controller's default 15 s duration.
 fn lease_renewed(renewed_ago: SignedDuration) -> LeaseFacts {
-    LeaseFacts {
-        holder: Some(HOLDER.into()),
-        renew_time: Some(ago(renewed_ago)),
-        acquire_time: Some(ago(secs(3 * 3600))),
-        duration_seconds: Some(15),
-        transitions: Some(2),
-    }
+    facts::lease(HOLDER, renewed_ago, secs(3 * 3600))
 }
 
 fn fresh_lease() -> Fetched<LeaseFacts> {
     Fetched::Found(lease_renewed(secs(4)))
 }
 
-fn forbidden<T>(rule: &str) -> Fetched<T> {
-    Fetched::Forbidden(Denied { rule: rule.into() })
-}
-
 /// One ClusterQueue `team-a` listing dispatch's check, which is Active, and a fresh Lease.
 fn healthy() -> GateFacts {
     GateFacts {
         cluster_queues: Fetched::Found(vec![cq("team-a", &[CHECK])]),
-        admission_checks: Fetched::Found(vec![dispatch_ac()]),
+        admission_checks: Fetched::Found(vec![dispatch_ac(READY)]),
         lease: fresh_lease(),
         holder: None,
     }
@@ -578,7 +546,7 @@ fn the_lease_assessment_and_dispatch_checks_are_reported() {
 fn several_cluster_queues_give_chains_sorted_by_name_and_the_worst_verdict() {
     // Listed out of order; team-c uses a second dispatch check that is not Active.
     let acs =
-        vec![dispatch_ac(), ac("dispatch-gpu", Some(CONTROLLER), Some(condition("False", Some("Stopped"), None)))];
+        vec![dispatch_ac(READY), ac("dispatch-gpu", Some(CONTROLLER), Some(condition("False", Some("Stopped"), None)))];
     let cqs = vec![
         cq("team-c", &["dispatch-gpu"]),
         cq("team-a", &[CHECK]),
@@ -722,7 +690,7 @@ fn several_of_dispatchs_checks_on_one_cluster_queue_are_each_judged_in_any_order
     let report = in_every_order(
         &GateSettings::default(),
         &[GPU, CHECK],
-        vec![dispatch_ac(), ac(GPU, Some(CONTROLLER), active_true())],
+        vec![dispatch_ac(READY), ac(GPU, Some(CONTROLLER), active_true())],
     );
     assert_eq!(report.chains.len(), 1);
     let chain = &report.chains[0];
@@ -738,7 +706,8 @@ fn several_of_dispatchs_checks_on_one_cluster_queue_are_each_judged_in_any_order
     assert_eq!(report.dispatch_checks, BTreeSet::from([CHECK.to_string(), GPU.to_string()]));
 
     // One not Active: the ClusterQueue's chain fails on it, whichever order either list has.
-    let report = in_every_order(&GateSettings::default(), &[CHECK, GPU], vec![dispatch_ac(), inactive(GPU, "Stopped")]);
+    let report =
+        in_every_order(&GateSettings::default(), &[CHECK, GPU], vec![dispatch_ac(READY), inactive(GPU, "Stopped")]);
     let chain = &report.chains[0];
     let reason = "AdmissionCheck dispatch-gpu is not Active (Active=False, Stopped: the controller stopped)";
     assert_eq!((chain.verdict, chain.reason.as_deref()), (Verdict::No, Some(reason)));
@@ -765,7 +734,7 @@ fn several_of_dispatchs_checks_on_one_cluster_queue_are_each_judged_in_any_order
     // A ClusterQueue listing one of them judges that one alone.
     let facts = GateFacts {
         cluster_queues: Fetched::Found(vec![cq("team-a", &[CHECK]), cq("team-gpu", &[GPU])]),
-        ..with_acs(vec![dispatch_ac(), inactive(GPU, "Stopped")])
+        ..with_acs(vec![dispatch_ac(READY), inactive(GPU, "Stopped")])
     };
     let report = evaluate(&GateSettings::default(), &facts);
     let judged: Vec<_> = report.chains.iter().map(|c| (c.admission_checks.clone(), c.verdict)).collect();
@@ -774,7 +743,7 @@ fn several_of_dispatchs_checks_on_one_cluster_queue_are_each_judged_in_any_order
 
 #[test]
 fn with_several_of_dispatchs_checks_the_detail_never_says_none_found() {
-    let acs = vec![dispatch_ac(), inactive(GPU, "Stopped")];
+    let acs = vec![dispatch_ac(READY), inactive(GPU, "Stopped")];
     let cases: Vec<(&str, GateSettings, GateFacts)> = vec![
         (
             "no ClusterQueue lists them",
@@ -827,7 +796,7 @@ fn on_flavors_show_in_the_detail_of_check_1() {
     queue.admission_checks[2].on_flavors = vec!["spot".into()];
     let facts = GateFacts {
         cluster_queues: Fetched::Found(vec![queue]),
-        ..with_acs(vec![dispatch_ac(), ac(GPU, Some(CONTROLLER), active_true())])
+        ..with_acs(vec![dispatch_ac(READY), ac(GPU, Some(CONTROLLER), active_true())])
     };
     let chain = &evaluate(&GateSettings::default(), &facts).chains[0];
     assert_eq!(chain.checks[0].outcome, pass());
@@ -1032,18 +1001,7 @@ fn both_shapes_judge_alike() {
 // ---------------------------------------------------------------------------------------------
 
 fn check_state(name: &str, state: &str, message: &str) -> CheckState {
-    CheckState { name: name.into(), state: state.into(), message: message.into(), last_transition: Some(ago(secs(90))) }
-}
-
-fn workload(ns: &str, name: &str, reserved_in: Option<&str>, checks: Vec<CheckState>) -> Workload {
-    Workload {
-        namespace: ns.into(),
-        name: name.into(),
-        queue_name: Some("user-queue".into()),
-        admitted_in: reserved_in.map(String::from),
-        quota_reserved: reserved_in.is_some(),
-        checks,
-    }
+    facts::check_state(name, state, message, secs(90))
 }
 
 fn scope(all_states: bool) -> WaitingScope {

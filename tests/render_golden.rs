@@ -15,10 +15,11 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use facts::{CHECK, CONTROLLER, cq, now};
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use facts::{
+    CHECK, CONTROLLER, ac, ago, check_state, cq, dispatch_ac, forbidden, kueue_condition, micros, now, secs, workload,
+};
 use kubectl_dispatch::core::doctor::{self, Access, Answer, DoctorFacts, Identity, KueueServed};
-use kubectl_dispatch::core::fetched::{Denied, Fetched};
+use kubectl_dispatch::core::fetched::Fetched;
 use kubectl_dispatch::core::gate::{self, GateFacts, GateSettings};
 use kubectl_dispatch::core::holder::{HolderFacts, NodeFacts, PodFacts, Termination};
 use kubectl_dispatch::core::kueue::{AdmissionCheck, CheckState, Condition, LocalQueue, Workload};
@@ -40,46 +41,17 @@ use kubectl_dispatch::text::sanitize::escape;
 const HOLDER: &str = "dispatch-admission-7d9f8c6b5-x2kqp_6f1e0c4a";
 const LEASE_RULE: &str = "get leases.coordination.k8s.io \"dispatch-admission\" in namespace dispatch-system";
 
-fn ago(secs: i64, micros: i64) -> Timestamp {
-    now() - SignedDuration::from_secs(secs) - SignedDuration::from_micros(micros)
-}
+const READY: &str = "the dispatch admission controller is ready";
 
-fn ac(name: &str, status: &str, reason: &str, message: &str) -> AdmissionCheck {
-    AdmissionCheck {
-        name: name.into(),
-        controller_name: Some(CONTROLLER.into()),
-        active: Some(Condition {
-            status: status.into(),
-            reason: Some(reason.into()),
-            message: Some(message.into()),
-            last_transition: Some(ago(86_400, 0)),
-        }),
-    }
-}
-
-fn dispatch_ac() -> AdmissionCheck {
-    ac(CHECK, "True", "Active", "the dispatch admission controller is ready")
-}
-
-/// The controller's Lease, renewed `secs.micros` ago, with the default 15 s duration.
-fn lease_facts(secs: i64, micros: i64) -> LeaseFacts {
-    LeaseFacts {
-        holder: Some(HOLDER.into()),
-        renew_time: Some(ago(secs, micros)),
-        acquire_time: Some(ago(3 * 3600 + 12 * 60, 517_000)),
-        duration_seconds: Some(15),
-        transitions: Some(2),
-    }
-}
-
-fn forbidden<T>(rule: &str) -> Fetched<T> {
-    Fetched::Forbidden(Denied { rule: rule.into() })
+/// The controller's Lease, renewed `s.us` seconds ago, with the default 15 s duration.
+fn lease_facts(s: i64, us: i64) -> LeaseFacts {
+    facts::lease(HOLDER, secs(s) + micros(us), secs(3 * 3600 + 12 * 60) + micros(517_000))
 }
 
 fn healthy_facts() -> GateFacts {
     GateFacts {
         cluster_queues: Fetched::Found(vec![cq("team-a", &[CHECK]), cq("batch", &[])]),
-        admission_checks: Fetched::Found(vec![dispatch_ac()]),
+        admission_checks: Fetched::Found(vec![dispatch_ac(READY)]),
         lease: Fetched::Found(lease_facts(4, 250_000)),
         holder: None,
     }
@@ -89,25 +61,14 @@ fn stale_facts() -> GateFacts {
     GateFacts { lease: Fetched::Found(lease_facts(3 * 60 + 7, 400_000)), ..healthy_facts() }
 }
 
-fn check(state: &str, message: &str, since_secs: i64) -> CheckState {
-    CheckState {
-        name: CHECK.into(),
-        state: state.into(),
-        message: message.into(),
-        last_transition: Some(ago(since_secs, 0)),
-    }
+/// An AdmissionCheck's Active condition, set a day ago.
+fn active(status: &str, reason: &str, message: &str) -> Option<Condition> {
+    Some(kueue_condition(status, Some(reason), Some(message), secs(86_400)))
 }
 
-/// A Workload; with `reserved_in` it has reserved quota in that ClusterQueue.
-fn workload(ns: &str, name: &str, reserved_in: Option<&str>, check: CheckState) -> Workload {
-    Workload {
-        namespace: ns.into(),
-        name: name.into(),
-        queue_name: Some("user-queue".into()),
-        admitted_in: reserved_in.map(String::from),
-        quota_reserved: reserved_in.is_some(),
-        checks: vec![check],
-    }
+/// dispatch's check in `state` since `since` seconds.
+fn check(state: &str, message: &str, since: i64) -> CheckState {
+    check_state(CHECK, state, message, secs(since))
 }
 
 /// A message long enough to be cut in the table, with an ANSI escape and a second line.
@@ -117,8 +78,8 @@ const LONG_MESSAGE: &str = "\u{1b}[31mwaiting for dispatch\u{1b}[0m to place the
 /// quota, whose ClusterQueue is known only through its LocalQueue.
 fn two_waiting() -> Vec<Workload> {
     vec![
-        workload("ml", "train-llama-7b-x9k2", Some("team-a"), check("Pending", LONG_MESSAGE, 5 * 60 + 12)),
-        workload("ml", "eval-small-4hq7", None, check("Pending", "queued\nwaiting for quota", 42)),
+        workload("ml", "train-llama-7b-x9k2", Some("team-a"), vec![check("Pending", LONG_MESSAGE, 5 * 60 + 12)]),
+        workload("ml", "eval-small-4hq7", None, vec![check("Pending", "queued\nwaiting for quota", 42)]),
     ]
 }
 
@@ -308,7 +269,7 @@ fn gate_healthy() {
 #[test]
 fn gate_stale() {
     let mut workloads = two_waiting();
-    workloads.push(workload("web", "render-frames-0", Some("team-a"), check("Pending", "", 3 * 60 + 1)));
+    workloads.push(workload("web", "render-frames-0", Some("team-a"), vec![check("Pending", "", 3 * 60 + 1)]));
     gate_golden("gate-stale", GateInput { namespace: None, ..GateInput::new(stale_facts(), workloads) });
 }
 
@@ -322,7 +283,7 @@ fn gate_lease_forbidden() {
                 "ml",
                 "train-llama-7b-x9k2",
                 Some("team-a"),
-                check("Pending", "waiting for the admission controller", 75),
+                vec![check("Pending", "waiting for the admission controller", 75)],
             )],
         ),
     );
@@ -341,7 +302,7 @@ fn gate_several_cluster_queues() {
         lease: Fetched::Found(lease_facts(9, 0)),
         holder: None,
     };
-    let mut gpu = workload("ml", "finetune-gpu-2", Some("team-gpu"), check("Pending", "", 20 * 60));
+    let mut gpu = workload("ml", "finetune-gpu-2", Some("team-gpu"), vec![check("Pending", "", 20 * 60)]);
     gpu.checks[0].name = "dispatch-gpu".into();
     gate_golden("gate-several", GateInput::new(facts, vec![gpu]));
 }
@@ -350,8 +311,12 @@ fn gate_several_cluster_queues() {
 /// provisioning check.
 fn three_checks() -> Vec<AdmissionCheck> {
     vec![
-        dispatch_ac(),
-        ac("dispatch-gpu", "False", "ControllerNotReady", "no member cluster offers nvidia.com/gpu"),
+        dispatch_ac(READY),
+        ac(
+            "dispatch-gpu",
+            Some(CONTROLLER),
+            active("False", "ControllerNotReady", "no member cluster offers nvidia.com/gpu"),
+        ),
         AdmissionCheck {
             name: "provisioning".into(),
             controller_name: Some("kueue.x-k8s.io/provisioning-request".into()),
@@ -365,12 +330,7 @@ fn gate_kueue_shapes() {
     // team-a lists two of dispatch's checks, one only for GPU flavors and not Active, and Kueue
     // has stopped admitting there because of it; team-b is Ready by Kueue's account.
     let kueue_active = |status: &str, reason: &str, message: &str| {
-        Some(Condition {
-            status: status.into(),
-            reason: Some(reason.into()),
-            message: Some(message.into()),
-            last_transition: Some(ago(20 * 60, 0)),
-        })
+        Some(kueue_condition(status, Some(reason), Some(message), secs(20 * 60)))
     };
     let mut team_a = cq("team-a", &["dispatch-gpu", CHECK, "provisioning"]);
     team_a.admission_checks[0].on_flavors = vec!["gpu-a100".into(), "gpu-h100".into()];
@@ -387,7 +347,7 @@ fn gate_kueue_shapes() {
         lease: Fetched::Found(lease_facts(9, 0)),
         holder: None,
     };
-    let mut gpu = workload("ml", "finetune-gpu-2", Some("team-a"), check("Pending", "", 20 * 60));
+    let mut gpu = workload("ml", "finetune-gpu-2", Some("team-a"), vec![check("Pending", "", 20 * 60)]);
     gpu.checks[0].name = "dispatch-gpu".into();
     gate_golden("gate-kueue-shapes", GateInput::new(facts, vec![gpu]));
 }
@@ -513,21 +473,12 @@ fn lease_never_renewed() {
 // workload
 // ---------------------------------------------------------------------------------------------
 
-fn kueue_condition(status: &str, reason: &str, message: &str, secs: i64) -> Condition {
-    Condition {
-        status: status.into(),
-        reason: Some(reason.into()),
-        message: Some(message.into()),
-        last_transition: Some(ago(secs, 0)),
-    }
-}
-
-fn workload_check(name: &str, state: &str, message: &str, secs: i64) -> CheckDetail {
+fn workload_check(name: &str, state: &str, message: &str, since: i64) -> CheckDetail {
     CheckDetail {
         name: name.into(),
         state: state.into(),
         message: message.into(),
-        last_transition: Some(ago(secs, 0)),
+        last_transition: Some(ago(secs(since))),
         ..Default::default()
     }
 }
@@ -538,20 +489,30 @@ fn explained(reserved: bool, checks: Vec<CheckDetail>) -> WorkloadFacts {
     if reserved {
         conditions.insert(
             "QuotaReserved".to_string(),
-            kueue_condition("True", "QuotaReserved", "Quota reserved in ClusterQueue team-a", 15 * 60),
+            kueue_condition(
+                "True",
+                Some("QuotaReserved"),
+                Some("Quota reserved in ClusterQueue team-a"),
+                secs(15 * 60),
+            ),
         );
         conditions.insert(
             "Admitted".to_string(),
-            kueue_condition("False", "UnsatisfiedChecks", "The workload has not all checks ready", 15 * 60),
+            kueue_condition(
+                "False",
+                Some("UnsatisfiedChecks"),
+                Some("The workload has not all checks ready"),
+                secs(15 * 60),
+            ),
         );
     } else {
         conditions.insert(
             "QuotaReserved".to_string(),
             kueue_condition(
                 "False",
-                "Pending",
-                "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default-flavor, 2 more needed",
-                42,
+                Some("Pending"),
+                Some("couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default-flavor, 2 more needed"),
+                secs(42),
             ),
         );
     }
@@ -569,7 +530,7 @@ fn explained(reserved: bool, checks: Vec<CheckDetail>) -> WorkloadFacts {
 fn provisioning_ac() -> AdmissionCheck {
     AdmissionCheck {
         controller_name: Some("kueue.x-k8s.io/provisioning-request".into()),
-        ..ac("prov", "True", "Active", "ready")
+        ..ac("prov", Some(CONTROLLER), active("True", "Active", "ready"))
     }
 }
 
@@ -601,7 +562,7 @@ fn workload_at_dispatch_with_a_stale_lease() {
     };
     let w = explained(true, vec![workload_check(CHECK, "Pending", LONG_MESSAGE, 14 * 60), prov]);
     let mut facts = stale_facts();
-    facts.admission_checks = Fetched::Found(vec![dispatch_ac(), provisioning_ac()]);
+    facts.admission_checks = Fetched::Found(vec![dispatch_ac(READY), provisioning_ac()]);
     workload_golden("workload-stale", w, facts, Position::NotServed);
 }
 
@@ -610,7 +571,7 @@ fn workload_waiting_for_quota_with_its_position() {
     let mut w = explained(false, vec![workload_check(CHECK, "Pending", "", 42)]);
     w.conditions.insert(
         "Evicted".into(),
-        kueue_condition("True", "AdmissionCheck", "At least one admission check is false", 5 * 60),
+        kueue_condition("True", Some("AdmissionCheck"), Some("At least one admission check is false"), secs(5 * 60)),
     );
     workload_golden("workload-quota", w, healthy_facts(), Position::Found { cluster_queue: 3, local_queue: 1 });
 }
@@ -635,7 +596,7 @@ fn workload_retry() {
     };
     let w = explained(true, vec![workload_check(CHECK, "Ready", "placed on far-1", 20), retry]);
     let mut facts = healthy_facts();
-    facts.admission_checks = Fetched::Found(vec![dispatch_ac(), provisioning_ac()]);
+    facts.admission_checks = Fetched::Found(vec![dispatch_ac(READY), provisioning_ac()]);
     workload_golden("workload-retry", w, facts, Position::NotServed);
 }
 
@@ -658,7 +619,7 @@ fn holder_pod(restarts: i32, ready: &str, waiting: Option<&str>) -> PodFacts {
     PodFacts {
         name: "dispatch-admission-7d9f8c6b5-x2kqp".into(),
         uid: "0b9e6c1d-5a43-4c1e-9d7f-2f6a8e1b3c55".into(),
-        created: Some(ago(5 * 3600, 0)),
+        created: Some(ago(secs(5 * 3600))),
         deleting: None,
         phase: Some("Running".into()),
         node: Some("worker-2".into()),
@@ -668,7 +629,7 @@ fn holder_pod(restarts: i32, ready: &str, waiting: Option<&str>) -> PodFacts {
             container: "manager".into(),
             reason: Some("OOMKilled".into()),
             exit_code: 137,
-            finished: Some(ago(41, 0)),
+            finished: Some(ago(secs(41))),
         }),
         waiting: waiting.map(String::from),
     }

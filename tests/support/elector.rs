@@ -15,7 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
-use super::{Cluster, repo, unique};
+use super::{Cluster, repo, try_eventually, unique};
 
 pub struct Elector {
     pub identity: String,
@@ -131,17 +131,13 @@ impl Elector {
     }
 
     fn exit_code(&mut self, limit: Duration) -> i32 {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                return status.code().unwrap_or(-1);
-            }
-            if Instant::now() > deadline {
+        match try_eventually(limit, || self.child.try_wait().expect("wait").ok_or(())) {
+            Ok(status) => status.code().unwrap_or(-1),
+            Err(()) => {
                 let _ = self.child.kill();
                 let report = self.report();
                 panic!("elector {} still running {limit:?} after SIGTERM\n{report}", self.identity);
             }
-            std::thread::sleep(Duration::from_millis(20));
         }
     }
 }

@@ -7,12 +7,12 @@
 //! failure says what Kueue did.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
-use super::Cluster;
 use super::fixtures::{self, time_ago};
+use super::{Cluster, eventually};
 
 /// dispatch's controllerName, and the field manager of its status writes.
 pub const CONTROLLER: &str = "dispatch-admission";
@@ -171,19 +171,4 @@ impl Drop for Kueue {
 /// A condition of `obj` by type, or Null.
 pub fn condition<'a>(obj: &'a Value, type_: &str) -> &'a Value {
     obj["status"]["conditions"].as_array().and_then(|cs| cs.iter().find(|c| c["type"] == type_)).unwrap_or(&Value::Null)
-}
-
-/// Polls `f` every 200 ms until it returns Ok, or panics after `limit` naming `what` and the
-/// last state `f` described.
-pub fn eventually<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Result<T, String>) -> T {
-    let start = Instant::now();
-    loop {
-        match f() {
-            Ok(v) => return v,
-            Err(state) if start.elapsed() >= limit => {
-                panic!("timed out after {limit:?} waiting until {what}; last seen:\n{state}")
-            }
-            Err(_) => std::thread::sleep(Duration::from_millis(200)),
-        }
-    }
 }

@@ -21,6 +21,27 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// Polls `f` every 200 ms until it returns Ok, or panics after `limit` naming `what` and the
+/// last state `f` described.
+pub fn eventually<T>(what: &str, limit: Duration, f: impl FnMut() -> Result<T, String>) -> T {
+    try_eventually(limit, f)
+        .unwrap_or_else(|state| panic!("timed out after {limit:?} waiting until {what}; last seen:\n{state}"))
+}
+
+/// Polls `f` every 200 ms until it returns Ok; after `limit`, its last Err, for a caller that
+/// has more to do (or to say) than [`eventually`]'s panic.
+pub fn try_eventually<T, E>(limit: Duration, mut f: impl FnMut() -> Result<T, E>) -> Result<T, E> {
+    let start = Instant::now();
+    loop {
+        match f() {
+            Ok(v) => return Ok(v),
+            Err(state) if start.elapsed() >= limit => return Err(state),
+            Err(_) => std::thread::sleep(Duration::from_millis(200)),
+        }
+    }
+}
 
 /// A running test cluster, torn down by its reaper when this test binary exits.
 pub struct Cluster {
@@ -92,6 +113,15 @@ impl Cluster {
 
     pub fn audit_log(&self) -> &Path {
         Path::new(&self.env["DISPATCH_TEST_AUDIT_LOG"])
+    }
+
+    /// The audit log's events so far (level Metadata, one JSON object a line), in order.
+    pub fn audit_events(&self) -> Vec<serde_json::Value> {
+        let log =
+            std::fs::read_to_string(self.audit_log()).unwrap_or_else(|e| panic!("cannot read the audit log: {e}"));
+        log.lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("audit line is not JSON ({e}): {l}")))
+            .collect()
     }
 
     fn harness(&self, verb: &str) {
@@ -175,6 +205,30 @@ impl Cluster {
             );
         }
     }
+}
+
+/// A kubeconfig whose contexts (`admin`, the current one, and `other`) name a server nothing
+/// answers at: for runs that must end before they connect.
+pub const UNREACHABLE_KUBECONFIG: &str = "apiVersion: v1\nkind: Config\ncurrent-context: admin\ncontexts:\n- name: admin\n  context: {cluster: x, user: x}\n- name: other\n  context: {cluster: x, user: x}\nclusters:\n- name: x\n  cluster: {server: \"https://127.0.0.1:1\"}\nusers:\n- name: x\n  user: {token: abc}\n";
+
+/// Runs `kubectl dispatch ARGS` with a kubeconfig file of our own.
+pub fn with_kubeconfig(kubeconfig: &str, args: &[&str]) -> Run {
+    let dir = std::env::temp_dir().join(unique("dispatch-kc"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("config");
+    std::fs::write(&path, kubeconfig).unwrap();
+    let mut full = vec!["dispatch"];
+    full.extend_from_slice(args);
+    let out = Command::new("kubectl")
+        .args(&full)
+        .env("KUBECONFIG", &path)
+        .env("PATH", plugin_path())
+        .env("RUST_BACKTRACE", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    Run::from(out)
 }
 
 /// PATH with the freshly built plugin's folder first.

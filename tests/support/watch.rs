@@ -5,7 +5,7 @@ use std::process::{Child, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
-use super::Cluster;
+use super::{Cluster, eventually, try_eventually};
 
 pub struct Watch {
     child: Child,
@@ -69,21 +69,20 @@ impl Watch {
         self.wait_for_stderr_where(prefix, limit, |l| l.starts_with(prefix))
     }
 
+    /// Waits until a stderr line, one already read or a new one, satisfies `pred`.
+    pub fn wait_for_stderr_any(&mut self, what: &str, limit: Duration, pred: impl Fn(&str) -> bool) {
+        self.wait_for_stderr_from(0, what, limit, pred)
+    }
+
     fn wait_for_stderr_where(&mut self, what: &str, limit: Duration, pred: impl Fn(&str) -> bool) {
-        let deadline = Instant::now() + limit;
-        let start = self.stderr.len();
-        loop {
+        self.wait_for_stderr_from(self.stderr.len(), what, limit, pred)
+    }
+
+    fn wait_for_stderr_from(&mut self, start: usize, what: &str, limit: Duration, pred: impl Fn(&str) -> bool) {
+        eventually(&format!("a stderr line {what:?}"), limit, || {
             self.drain_stderr();
-            if self.stderr[start..].iter().any(|l| pred(l)) {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no stderr line {what:?} within {limit:?}; stderr:\n{}",
-                self.stderr.join("\n")
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+            if self.stderr[start..].iter().any(|l| pred(l)) { Ok(()) } else { Err(self.stderr.join("\n")) }
+        })
     }
 
     fn drain_stderr(&mut self) {
@@ -110,26 +109,25 @@ impl Watch {
 
     /// Waits for the process to end by itself; returns its exit code.
     pub fn finish(&mut self, limit: Duration) -> i32 {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                while let Ok(l) = self.lines.recv_timeout(Duration::from_millis(100)) {
-                    self.seen.push(l);
-                }
-                std::thread::sleep(Duration::from_millis(50));
-                self.drain_stderr();
-                return status.code().unwrap_or(-1);
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                panic!(
-                    "still running after {limit:?}\nstdout:\n{}\nstderr:\n{}",
-                    self.seen.join("\n"),
-                    self.stderr.join("\n")
-                );
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        let Ok(status) = try_eventually(limit, || self.child.try_wait().unwrap().ok_or(())) else {
+            let _ = self.child.kill();
+            panic!(
+                "still running after {limit:?}\nstdout:\n{}\nstderr:\n{}",
+                self.seen.join("\n"),
+                self.stderr.join("\n")
+            );
+        };
+        while let Ok(l) = self.lines.recv_timeout(Duration::from_millis(100)) {
+            self.seen.push(l);
         }
+        std::thread::sleep(Duration::from_millis(50));
+        self.drain_stderr();
+        status.code().unwrap_or(-1)
+    }
+
+    /// Whether the process is still running (it has not exited, with any code).
+    pub fn running(&mut self) -> bool {
+        self.child.try_wait().expect("try_wait").is_none()
     }
 }
 
@@ -138,6 +136,24 @@ impl Drop for Watch {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The stderr lines about the connection, in order: `interrupted`, `resumed`, `expired`.
+pub fn connection_lines(stderr: &[String]) -> Vec<&'static str> {
+    stderr
+        .iter()
+        .filter_map(|l| {
+            if l.starts_with("watch interrupted: ") && l.ends_with("; reconnecting") {
+                Some("interrupted")
+            } else if l == "watch resumed" {
+                Some("resumed")
+            } else if l.starts_with("watch expired: ") {
+                Some("expired")
+            } else {
+                None
+            }
+        })
+        .collect()
 }
 
 fn pipe(r: impl std::io::Read + Send + 'static) -> Receiver<String> {

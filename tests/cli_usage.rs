@@ -1,0 +1,96 @@
+//! Usage errors and `--help`, with no cluster: the plugin run as a user runs it, `kubectl
+//! dispatch ...` through the real kubectl with the fresh binary first on PATH, and a kubeconfig
+//! whose one server is a loopback port nothing listens on. A usage error is decided before any
+//! connection (exit 2, clap's two lines); a run that tried to connect would end with exit 1 and
+//! `cannot reach the API server`, and fail these tests.
+
+mod support;
+
+use support::{Run, UNREACHABLE_KUBECONFIG, with_kubeconfig};
+
+/// `kubectl dispatch ARGS` with a kubeconfig whose server nothing answers at.
+fn dispatch(args: &[&str]) -> Run {
+    with_kubeconfig(UNREACHABLE_KUBECONFIG, args)
+}
+
+#[test]
+fn usage_errors_exit_2_with_a_hint() {
+    let run = dispatch(&["gate", "--bogus"]);
+    run.expect_code(2);
+    assert_eq!(run.stderr, "error: unexpected argument '--bogus' found\nSee 'kubectl dispatch --help' for usage.\n");
+    let run = dispatch(&["lease", "--lease", "no-slash"]);
+    run.expect_code(2);
+    assert!(run.stderr.starts_with("error: invalid value 'no-slash' for '--lease <NAMESPACE/NAME>'"), "{}", run.stderr);
+    let run = dispatch(&["gate", "--request-timeout", "soon"]);
+    run.expect_code(2);
+    assert!(run.stderr.starts_with("error: invalid --request-timeout \"soon\""), "{}", run.stderr);
+    let run = dispatch(&["gate", "-o", "bogus"]);
+    run.expect_code(2);
+}
+
+/// Flags a verb does not use are usage errors (exit 2, clap's two lines), wherever they stand;
+/// `--help` shows only what the verb uses.
+#[test]
+fn flags_a_verb_does_not_use_are_usage_errors() {
+    let usage = |args: &[&str], first: &str| {
+        let run = dispatch(args);
+        run.expect_code(2);
+        let lines: Vec<&str> = run.stderr.lines().collect();
+        assert_eq!(lines.len(), 2, "{args:?}: {}", run.stderr);
+        assert!(lines[0].starts_with(&format!("error: {first}")), "{args:?}: {}", run.stderr);
+        assert_eq!(lines[1], "See 'kubectl dispatch --help' for usage.");
+        assert!(run.stdout.is_empty(), "{}", run.stdout);
+    };
+    for flag in ["--cluster-queue", "--admission-check", "--controller-name", "--namespace"] {
+        usage(&["lease", flag, "x"], &format!("unexpected argument '{flag}' found"));
+    }
+    usage(&["lease", "-A"], "unexpected argument '-A' found");
+    usage(&["-n", "x", "lease"], "lease takes no --namespace or --all-namespaces");
+    usage(&["gate", "--timeout", "5s"], "the following required arguments were not provided: <--watch|--wait>");
+    usage(&["gate", "--all-contexts", "--context", "admin"], "the argument '--all-contexts' cannot be used with");
+    usage(&["--context", "admin", "gate", "--all-contexts"], "the argument '--all-contexts' cannot be used with");
+    usage(&["lease", "-o", "prometheus"], "invalid value 'prometheus' for '--output <OUTPUT>'");
+
+    // --help shows what the verb uses.
+    let help = dispatch(&["lease", "--help"]);
+    help.expect_code(0);
+    for foreign in ["--namespace", "--cluster-queue", "--admission-check", "--controller-name", "--all-namespaces"] {
+        assert!(!help.stdout.contains(foreign), "lease --help shows {foreign}");
+    }
+}
+
+/// `-o prometheus` is a one-shot exposition, with one `--all-contexts` or some `--context`s.
+#[test]
+fn prometheus_output_usage_errors() {
+    // A one-shot exposition: no --watch or --wait.
+    let run = dispatch(&["gate", "-o", "prometheus", "--wait"]);
+    run.expect_code(2);
+    assert!(run.stdout.is_empty() && run.stderr.starts_with("error: -o prometheus "), "{}", run.stderr);
+    let clash = dispatch(&[
+        "gate",
+        "--controller-name",
+        "dispatch-admission",
+        "--lease",
+        "dispatch-system/dispatch-admission",
+        "--all-contexts",
+        "--context",
+        "admin",
+    ]);
+    clash.expect_code(2);
+    assert!(clash.stderr.starts_with("error: the argument '--all-contexts' cannot be used with"), "{}", clash.stderr);
+}
+
+/// `workload` names one Workload in one namespace.
+#[test]
+fn workload_usage_errors() {
+    // -A names no namespace: a usage error, after the verb (workload has no such flag) or
+    // before it (where it would be gate's).
+    let run = dispatch(&["workload", "mine", "-A"]);
+    run.expect_code(2);
+    assert!(run.stderr.starts_with("error: unexpected argument '-A' found"), "{}", run.stderr);
+    let run = dispatch(&["-A", "workload", "mine"]);
+    run.expect_code(2);
+    assert!(run.stderr.starts_with("error: a Workload is named in one namespace"), "{}", run.stderr);
+    let run = dispatch(&["workload"]);
+    run.expect_code(2);
+}

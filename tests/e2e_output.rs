@@ -1,0 +1,113 @@
+//! What a run leaves on stdout, on the real test cluster: `--no-headers` keeps it to table rows
+//! as `kubectl get --no-headers` does (beside kubectl on the same objects), in the one-shot and
+//! the live modes, and a closed stdout ends a run quietly.
+
+mod support;
+
+use std::io::Read;
+use std::process::Stdio;
+use std::time::Duration;
+
+use support::Cluster;
+use support::fixtures::{self, Scenario};
+
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    let c = Cluster::shared();
+    let s = Scenario::new("pipe");
+    c.apply(&s.healthy_yaml());
+    let mut child = c
+        .command(
+            "sh",
+            &["-c", &format!("kubectl dispatch gate --controller-name {} --lease {} -A | true", s.controller, s.lease)],
+        )
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    child.wait().unwrap();
+    assert_eq!(stderr, "", "a closed pipe printed something");
+}
+
+/// `--no-headers` pipes like kubectl's: stdout has table rows and nothing else (the titles,
+/// notes and verdict lines go to stderr), beside `kubectl get --no-headers` on the same objects.
+#[test]
+fn no_headers_prints_only_table_rows_like_kubectl() {
+    let c = Cluster::shared();
+    let s = Scenario::new("noheaders");
+    c.apply(&s.healthy_yaml());
+    for name in ["job-a", "job-b"] {
+        c.apply(&fixtures::workload(&s.ns, name, &s.lq, Some(&s.cq), &[(&s.check, "Pending", "waiting", 30)]));
+    }
+    let theirs = c.kubectl_ok(&["get", "workloads.kueue.x-k8s.io", "-n", &s.ns, "--no-headers"], None);
+    let mut their_names: Vec<&str> = theirs.lines().map(|l| l.split_whitespace().next().unwrap()).collect();
+    their_names.sort();
+    assert_eq!(their_names, ["job-a", "job-b"], "kubectl prints one row per Workload:\n{theirs}");
+
+    let ours = c.dispatch(&s.args("gate", &["-n", &s.ns, "--no-headers"]));
+    ours.expect_code(0);
+    let rows: Vec<Vec<&str>> = ours.lines().iter().map(|l| l.split_whitespace().collect()).collect();
+    // The four checks, then one row per waiting Workload; no title, note, verdict or blank line.
+    assert_eq!(rows.len(), 6, "{}", ours.stdout);
+    for (i, row) in rows[..4].iter().enumerate() {
+        assert_eq!(row[0], (i + 1).to_string(), "{}", ours.stdout);
+    }
+    let mut our_names: Vec<&str> = rows[4..].iter().map(|r| r[1]).collect();
+    our_names.sort();
+    assert_eq!(our_names, their_names, "{}", ours.stdout);
+    assert!(rows[4..].iter().all(|r| r[0] == s.ns && r[2] == s.cq), "{}", ours.stdout);
+    for line in ["ReadmissionGate: yes (the adapter writes)", "2 workloads wait at dispatch's Pending check"] {
+        assert!(!ours.stdout.contains(line.split(':').next().unwrap()), "{line:?} on stdout:\n{}", ours.stdout);
+    }
+    assert!(ours.stderr.lines().any(|l| l == "ReadmissionGate: yes (the adapter writes)"), "{}", ours.stderr);
+    assert!(ours.stderr.lines().any(|l| l.starts_with(&format!("ClusterQueue {}", s.cq))), "{}", ours.stderr);
+    // Without --no-headers the same lines are on stdout.
+    let full = c.dispatch(&s.args("gate", &["-n", &s.ns]));
+    full.expect_line("ReadmissionGate: yes (the adapter writes)");
+
+    // The Lease: one row each, with nothing else on stdout.
+    let theirs = c.kubectl_ok(&["get", "lease", "-n", &s.lease_ns, &s.lease_name, "--no-headers"], None);
+    let ours = c.dispatch(&s.args("lease", &["--no-headers"]));
+    ours.expect_code(0);
+    assert_eq!((theirs.lines().count(), ours.lines().len()), (1, 1), "{theirs}\n{}", ours.stdout);
+    assert_eq!(theirs.split_whitespace().next(), Some(s.lease_name.as_str()));
+    assert_eq!(ours.stdout.split_whitespace().next(), Some(s.lease.as_str()));
+
+    // A fleet: one row per context and ClusterQueue.
+    let fleet = c.dispatch(&s.args("gate", &["--context", "admin", "--context", "admin", "--no-headers", "-A"]));
+    fleet.expect_code(0);
+    assert!(fleet.lines().iter().all(|l| l.starts_with("admin ")) && fleet.lines().len() == 2, "{}", fleet.stdout);
+}
+
+/// The live modes keep --no-headers' promise too: table rows on stdout, the rest on stderr.
+#[test]
+fn no_headers_with_watch_and_wait_keeps_stdout_to_rows() {
+    use support::watch::Watch;
+    let c = Cluster::shared();
+    let s = Scenario::new("noheaderslive");
+    c.apply(&s.healthy_yaml());
+    c.apply(&fixtures::workload(&s.ns, "job-1", &s.lq, Some(&s.cq), &[(&s.check, "Pending", "waiting", 5)]));
+    let is_row = |l: &str| {
+        let first = l.split_whitespace().next().unwrap_or_default();
+        ["1", "2", "3", "4", s.ns.as_str()].contains(&first)
+    };
+    let mut w = Watch::start(c, &s.args("gate", &["--watch", "-A", "--no-headers"]));
+    w.wait_for("the Lease check's row", Duration::from_secs(20), |l| l.starts_with("4 "));
+    // The verdict and the waiting count follow the rows at once, on stderr.
+    w.wait_for_stderr_any("the verdict", Duration::from_secs(20), |l| l == "ReadmissionGate: yes (the adapter writes)");
+    w.wait_for_stderr_any("the waiting count", Duration::from_secs(20), |l| {
+        l.ends_with(" 1 workload waits at dispatch's Pending check")
+    });
+    let (code, stdout, stderr) = w.stop();
+    assert_eq!(code, 0);
+    assert!(stdout.iter().all(|l| is_row(l)), "stdout:\n{}", stdout.join("\n"));
+    assert!(stderr.iter().any(|l| l == "ReadmissionGate: yes (the adapter writes)"), "{stderr:?}");
+    assert!(stderr.iter().any(|l| l.ends_with(" 1 workload waits at dispatch's Pending check")), "{stderr:?}");
+
+    let wait = c.dispatch(&s.args("gate", &["--wait", "--timeout", "20s", "-A", "--no-headers"]));
+    wait.expect_code(0);
+    assert!(wait.lines().iter().all(|l| is_row(l)) && wait.lines().len() == 5, "{}", wait.stdout);
+    assert!(wait.stderr.lines().any(|l| l == "ReadmissionGate: yes (the adapter writes)"), "{}", wait.stderr);
+}
