@@ -13,6 +13,7 @@ pub mod kubeconfig;
 pub mod proxy;
 pub mod retry;
 pub mod review;
+pub mod server_clock;
 pub mod tls;
 pub mod watch;
 pub mod wire;
