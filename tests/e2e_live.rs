@@ -175,6 +175,10 @@ fn timeout_while_the_api_server_is_down_is_1_and_a_revoked_token_is_fetched_anew
     let mut until =
         Watch::start(c, &s.args("lease", &["--watch", "--until", "holder-change", "--timeout", "40s", "-o", "json"]));
     let mut gate = Watch::start(c, &s.args("gate", &["--watch", "--timeout", "40s"]));
+    // And one without --timeout: a restart is no refusal (the CRDs are served again a moment
+    // after the API server answers), so it follows its five streams through it.
+    let mut survivor = Watch::start(c, &s.args("gate", &["--watch"]));
+    survivor.wait_for("the first verdict", 30 * S, |l| l.starts_with("ReadmissionGate: yes"));
     lease.wait_for("the first row", 30 * S, is_event("observed"));
     until.wait_for("the first row", 30 * S, is_event("observed"));
     gate.wait_for("the first verdict", 30 * S, |l| l.starts_with("ReadmissionGate: yes"));
@@ -188,6 +192,11 @@ fn timeout_while_the_api_server_is_down_is_1_and_a_revoked_token_is_fetched_anew
         assert!(errors[0].starts_with(prefix), "{:#?}", w.stderr);
     }
     c.start_apiserver();
+    survivor.wait_for_stderr("watch resumed", 60 * S);
+    std::thread::sleep(3 * S);
+    let (code, _, stderr) = survivor.stop();
+    assert_eq!(code, 0, "still following, then ended by SIGTERM: {stderr:#?}");
+    assert!(!stderr.iter().any(|l| l.starts_with("error: ")), "{stderr:#?}");
 
     // A token revoked while watching: fetched anew from the exec plugin once, and the watch
     // goes on; revoked again with the plugin still giving the old one: one more fetch, then

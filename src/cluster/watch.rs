@@ -7,7 +7,7 @@
 //! The Lease is followed by name; when list and watch on it are forbidden but get is allowed,
 //! it is polled with get instead (the adapter itself is granted only get).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use futures::channel::mpsc::{UnboundedSender, unbounded};
@@ -139,7 +139,8 @@ where
         // Ends when nobody listens any more (a send fails).
         let answered = AtomicBool::new(false);
         let refreshed = AtomicBool::new(false);
-        let _ = Reflector { api, fields, forbidden, who, tx, answered, refreshed }.run().await;
+        let not_found = AtomicU32::new(0);
+        let _ = Reflector { api, fields, forbidden, who, tx, answered, refreshed, not_found }.run().await;
     });
     rx
 }
@@ -154,6 +155,8 @@ struct Reflector<K> {
     answered: AtomicBool,
     /// The credential was fetched anew after a 401, and no answer has accepted it since.
     refreshed: AtomicBool,
+    /// 404s in a row since the last success.
+    not_found: AtomicU32,
 }
 
 /// The receiver is gone.
@@ -183,6 +186,7 @@ where
     fn succeeded(&self) -> Result<(), Gone> {
         self.answered.store(true, Ordering::Relaxed);
         self.refreshed.store(false, Ordering::Relaxed);
+        self.not_found.store(0, Ordering::Relaxed);
         match self.who.server_clock.latest() {
             Some((server, local)) => self.link(LinkEvent::Clock { server, local }),
             None => Ok(()),
@@ -201,7 +205,12 @@ where
             // may refresh it again.
             self.refreshed.store(false, Ordering::Relaxed);
         }
-        let decided = match on_status(s.code, answered, self.refreshed.load(Ordering::Relaxed)) {
+        let not_found = match s.code {
+            404 => self.not_found.fetch_add(1, Ordering::Relaxed) + 1,
+            _ => 0,
+        };
+        let seen = crate::core::link::Seen { answered, refreshed: self.refreshed.load(Ordering::Relaxed), not_found };
+        let decided = match on_status(s.code, seen) {
             // A first forbidden list is the stream's own to handle where it has another way.
             OnStatus::End if s.code == 403 && !matches!(self.forbidden, WhenForbidden::End) => OnStatus::Retry,
             other => other,
@@ -534,7 +543,8 @@ pub fn plain_cause(e: &kube::Error) -> String {
 
 /// An error status the server sent.
 fn plain_status(s: &Status) -> String {
-    let message = crate::error::first_line(&s.message);
+    // The server's words reach a terminal in `watch interrupted: ...`: escaped.
+    let message = crate::render::sanitize::escape(&crate::error::first_line(&s.message));
     match s.code {
         401 => "the API server rejected the credentials (401 Unauthorized)".into(),
         429 => format!("the API server asks to retry later (429: {message})"),
@@ -606,6 +616,19 @@ mod tests {
             "the API server did not answer in time"
         );
         assert_eq!(plain_transport("something: odd thing happened"), "odd thing happened");
+    }
+
+    #[test]
+    fn a_servers_words_in_an_interruption_are_escaped() {
+        let status = |code: u16, message: &str| Status { code, message: message.into(), ..Status::default() };
+        assert_eq!(
+            plain_status(&status(503, "down \u{1b}]0;owned\u{7}\u{1b}[2J for now\nsecond line")),
+            "the API server failed (503: down \\u{1b}]0;owned\\u{7}\\u{1b}[2J for now)"
+        );
+        assert_eq!(
+            plain_status(&status(401, "\u{1b}[31m")),
+            "the API server rejected the credentials (401 Unauthorized)"
+        );
     }
 
     #[test]

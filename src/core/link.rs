@@ -50,16 +50,31 @@ pub enum OnStatus {
     End,
 }
 
-/// The rule for answers that retrying cannot change. `answered`: a list, watch or get of this
-/// stream succeeded before; `refreshed`: the credential was already fetched anew since then.
-/// A first request refused with 401, 403 or 404 ends the stream, as `kubectl get -w` ends;
-/// after an answer a 401 refreshes the credential once, then ends; a 403 later (RBAC taken
-/// away while watching) is the stream's to show; a 404 always ends (the resource is gone).
-pub fn on_status(code: u16, answered: bool, refreshed: bool) -> OnStatus {
+/// What a stream has seen before an error status, for [`on_status`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Seen {
+    /// A list, watch or get of this stream succeeded before.
+    pub answered: bool,
+    /// The credential was already fetched anew after a 401, and no answer accepted it since.
+    pub refreshed: bool,
+    /// 404s in a row since the last success, this one included.
+    pub not_found: u32,
+}
+
+/// 404s in a row, after an answer, before a resource counts as gone: an API server that
+/// restarts answers a moment before it serves the CRDs again (about 7 s of retries).
+pub const NOT_FOUND_IN_A_ROW: u32 = 5;
+
+/// The rule for answers that retrying cannot change. A first request refused with 401, 403
+/// or 404 ends the stream, as `kubectl get -w` ends. After an answer, a 401 refreshes the
+/// credential once, then ends; a 403 (RBAC taken away while watching) is the stream's to
+/// show; a 404 that persists ends it (the resource is gone: its CRD was deleted).
+pub fn on_status(code: u16, seen: Seen) -> OnStatus {
     match code {
-        401 if answered && !refreshed => OnStatus::Refresh,
-        401 | 404 => OnStatus::End,
-        403 if !answered => OnStatus::End,
+        401 if seen.answered && !seen.refreshed => OnStatus::Refresh,
+        401 => OnStatus::End,
+        403 | 404 if !seen.answered => OnStatus::End,
+        404 if seen.not_found >= NOT_FOUND_IN_A_ROW => OnStatus::End,
         _ => OnStatus::Retry,
     }
 }
@@ -265,16 +280,22 @@ mod tests {
 
     #[test]
     fn refusals_end_a_first_request_and_a_401_later_refreshes_once() {
+        let first = Seen { not_found: 1, ..Seen::default() };
         for code in [401, 403, 404] {
-            assert_eq!(on_status(code, false, false), OnStatus::End, "{code} to the first request");
+            assert_eq!(on_status(code, first), OnStatus::End, "{code} to the first request");
         }
-        assert_eq!(on_status(401, true, false), OnStatus::Refresh);
-        assert_eq!(on_status(401, true, true), OnStatus::End, "refreshed once already");
-        assert_eq!(on_status(403, true, false), OnStatus::Retry, "RBAC taken away: the stream shows it");
-        assert_eq!(on_status(404, true, false), OnStatus::End, "the resource is gone");
+        let answered = Seen { answered: true, ..Seen::default() };
+        assert_eq!(on_status(401, answered), OnStatus::Refresh);
+        assert_eq!(on_status(401, Seen { refreshed: true, ..answered }), OnStatus::End, "refreshed once already");
+        assert_eq!(on_status(403, answered), OnStatus::Retry, "RBAC taken away: the stream shows it");
+        for n in 1..NOT_FOUND_IN_A_ROW {
+            assert_eq!(on_status(404, Seen { not_found: n, ..answered }), OnStatus::Retry, "a restart, perhaps");
+        }
+        let gone = Seen { not_found: NOT_FOUND_IN_A_ROW, ..answered };
+        assert_eq!(on_status(404, gone), OnStatus::End, "the resource is gone");
         for code in [410, 429, 500, 503] {
-            assert_eq!(on_status(code, false, false), OnStatus::Retry, "{code} is transient");
-            assert_eq!(on_status(code, true, true), OnStatus::Retry, "{code} is transient");
+            assert_eq!(on_status(code, first), OnStatus::Retry, "{code} is transient");
+            assert_eq!(on_status(code, Seen { refreshed: true, ..gone }), OnStatus::Retry, "{code} is transient");
         }
     }
 
