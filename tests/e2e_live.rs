@@ -171,10 +171,10 @@ fn timeout_while_the_api_server_is_down_is_1_and_a_revoked_token_is_fetched_anew
     c.apply(&s.healthy_yaml());
 
     // --timeout while the API server is down: not a result (it was 0, or the last state's code).
-    let mut lease = Watch::start(c, &s.args("lease", &["--watch", "--timeout", "40s", "-o", "json"]));
+    let mut lease = Watch::start(c, &s.args("lease", &["--watch", "--timeout", "50s", "-o", "json"]));
     let mut until =
-        Watch::start(c, &s.args("lease", &["--watch", "--until", "holder-change", "--timeout", "40s", "-o", "json"]));
-    let mut gate = Watch::start(c, &s.args("gate", &["--watch", "--timeout", "40s"]));
+        Watch::start(c, &s.args("lease", &["--watch", "--until", "holder-change", "--timeout", "50s", "-o", "json"]));
+    let mut gate = Watch::start(c, &s.args("gate", &["--watch", "--timeout", "50s"]));
     // And one without --timeout: a restart is no refusal (the CRDs are served again a moment
     // after the API server answers), so it follows its five streams through it.
     let mut survivor = Watch::start(c, &s.args("gate", &["--watch"]));
@@ -188,7 +188,7 @@ fn timeout_while_the_api_server_is_down_is_1_and_a_revoked_token_is_fetched_anew
         assert_eq!(w.finish(90 * S), 1, "stdout:\n{}\nstderr:\n{}", w.seen.join("\n"), w.stderr.join("\n"));
         let errors: Vec<&String> = w.stderr.iter().filter(|l| l.starts_with("error: ")).collect();
         assert_eq!(errors.len(), 1, "{:#?}", w.stderr);
-        let prefix = "error: --timeout 40s came while the connection was down: the API server ";
+        let prefix = "error: --timeout 50s came while the connection was down: the API server ";
         assert!(errors[0].starts_with(prefix), "{:#?}", w.stderr);
     }
     c.start_apiserver();
