@@ -1,7 +1,10 @@
 //! The live modes meet answers that retrying cannot change, on the real test cluster, beside
 //! `kubectl get -w` where kubectl has a behaviour: a bad token (401), a user without RBAC
 //! (403), a Kueue CRD deleted under `gate --watch` (404), a token revoked while watching (the
-//! credential fetched anew once, then the end), and `--timeout` while the API server is down.
+//! credential fetched anew once, then the end), and `--timeout` while the API server is down;
+//! and a clock 40 s fast (under libfaketime), which every verb says once. Where a run without
+//! `--timeout` is the case, `--timeout 2m` is added so that a regression fails (wrong code)
+//! rather than hangs; the runs end long before it.
 
 mod support;
 
@@ -49,16 +52,16 @@ fn a_bad_token_ends_the_live_modes_at_once_as_kubectl_get_w_does() {
     assert!(String::from_utf8_lossy(&kubectl.stderr).contains("Unauthorized"), "{kubectl:?}");
     let refused = format!("the API server at {} rejected the credentials (401 Unauthorized)", c.apiserver_url());
     for live in [
-        &["lease", "--watch", "--until", "stale"][..],
+        &["lease", "--watch", "--until", "stale", "--timeout", "2m"][..],
         &["lease", "--watch", "--timeout", "5s"],
-        &["lease", "--watch", "-o", "json"],
+        &["lease", "--watch", "-o", "json", "--timeout", "2m"],
     ] {
         let run = c.dispatch(&[&bad[..], live, &["--lease", &s.lease]].concat());
         expect_error(&run, 1, &refused);
     }
     // The one-shot says the same, with the same code.
     expect_error(&c.dispatch(&[&bad[..], &["lease", "--lease", &s.lease]].concat()), 1, &refused);
-    for live in [&["--watch"][..], &["--wait", "--timeout", "5s"]] {
+    for live in [&["--watch", "--timeout", "2m"][..], &["--wait", "--timeout", "5s"]] {
         expect_error(&c.dispatch(&[&bad[..], &s.args("gate", live)].concat()), 1, &refused);
     }
 }
@@ -73,9 +76,11 @@ fn without_rbac_the_live_modes_end_with_the_servers_words_and_4() {
         let kubectl = c.kubectl(&["--context", user, "get", "lease", "-n", &s.lease_ns, &s.lease_name, "-w"], None);
         assert_eq!(kubectl.status.code(), Some(1), "{kubectl:?}");
         let words = kubectl_forbidden(&kubectl);
-        for live in
-            [&["--watch"][..], &["--watch", "--until", "stale"], &["--watch", "--until", "fresh", "--timeout", "1m"]]
-        {
+        for live in [
+            &["--watch", "--timeout", "2m"][..],
+            &["--watch", "--until", "stale", "--timeout", "2m"],
+            &["--watch", "--until", "fresh", "--timeout", "1m"],
+        ] {
             let run = c.dispatch(&[&["--context", user], &s.args("lease", live)[..]].concat());
             expect_error(&run, 4, &words);
             assert_eq!(
@@ -97,7 +102,7 @@ fn without_rbac_the_live_modes_end_with_the_servers_words_and_4() {
         let k = c.kubectl(&["--context", "no-lease", "get", "lease", "-n", &s.lease_ns, &s.lease_name, "-w"], None);
         kubectl_forbidden(&k)
     };
-    for live in [&["--watch"][..], &["--wait", "--timeout", "1m"]] {
+    for live in [&["--watch", "--timeout", "2m"][..], &["--wait", "--timeout", "1m"]] {
         let run = c.dispatch(&[&["--context", "no-lease"], &s.args("gate", live)[..]].concat());
         expect_error(&run, 4, &lease_words);
     }

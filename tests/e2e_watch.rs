@@ -277,7 +277,8 @@ fn a_watch_forbidden_from_the_start_ends_at_once_with_4() {
     let c = Cluster::shared();
     let s = Scenario::new("w-403");
     leased(c, &s);
-    let run = c.dispatch(&["lease", "--watch", "--context", "no-lease", "--lease", &s.lease]);
+    // --timeout only so that a regression fails rather than hangs: it ends long before.
+    let run = c.dispatch(&["lease", "--watch", "--timeout", "2m", "--context", "no-lease", "--lease", &s.lease]);
     run.expect_code(4);
     assert!(run.stderr.contains("\nmissing RBAC: get, list and watch leases.coordination.k8s.io"), "{}", run.stderr);
 }
