@@ -57,6 +57,16 @@ pub enum Error {
     #[error("{message}")]
     WorkloadForbidden { message: String },
 
+    /// A live mode's first list refused (403) with nothing else to read instead: the server's
+    /// words, as kubectl prints them after `Error from server (Forbidden): `.
+    #[error("{message}")]
+    Forbidden { message: String, rule: String },
+
+    /// A live mode's `--timeout` came while the connection was down (the cause, in plain
+    /// words), or before the API server first answered (`None`).
+    #[error("{}", timed_out_down(*timeout, cause.as_deref()))]
+    DownAtTimeout { timeout: Duration, cause: Option<String> },
+
     #[error("the API server refused to {action}: {message}")]
     Api { action: String, message: String },
 
@@ -80,7 +90,8 @@ impl Error {
             Error::UnknownContext(_) | Error::NoCurrentContext => {
                 Some("list the contexts with 'kubectl config get-contexts'".into())
             }
-            Error::Unreachable { .. } | Error::Timeout { .. } => {
+            Error::Forbidden { rule, .. } => Some(format!("missing RBAC: {rule}")),
+            Error::Unreachable { .. } | Error::Timeout { .. } | Error::DownAtTimeout { .. } => {
                 Some("check that the cluster is running and that --context points at it".into())
             }
             Error::Tls { .. } => {
@@ -112,7 +123,7 @@ impl Error {
     pub fn exit(&self) -> crate::exit::Exit {
         match self {
             Error::Usage(_) => crate::exit::Exit::Usage,
-            Error::WorkloadForbidden { .. } => crate::exit::Exit::Unknown,
+            Error::WorkloadForbidden { .. } | Error::Forbidden { .. } => crate::exit::Exit::Unknown,
             _ => crate::exit::Exit::Failed,
         }
     }
@@ -153,6 +164,17 @@ impl ExecError {
             }
             _ => None,
         }
+    }
+}
+
+fn timed_out_down(timeout: Duration, cause: Option<&str>) -> String {
+    let timeout = crate::core::duration::go_duration(timeout);
+    match cause {
+        // The cause may carry the server's words: escaped, it reaches a terminal.
+        Some(cause) => {
+            format!("--timeout {timeout} came while the connection was down: {}", crate::text::sanitize::escape(cause))
+        }
+        None => format!("--timeout {timeout} came before the API server answered"),
     }
 }
 

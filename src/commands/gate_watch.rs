@@ -19,7 +19,7 @@ use super::{Deps, sleep_opt};
 use crate::cluster::connecting::connect::Connection;
 use crate::cluster::reading::fetch::{self, Kueue};
 use crate::cluster::reading::wire;
-use crate::cluster::watching::reflector::{self as cwatch, LeaseUpdate, Seen, Signal, WhenForbidden};
+use crate::cluster::watching::reflector::{self as cwatch, Followed, LeaseUpdate, Seen, Signal, WhenForbidden};
 use crate::core::fetched::{Denied, Fetched};
 use crate::core::gate::{self, Chain, CheckKind, GateFacts, GateReport};
 use crate::core::kueue::{AdmissionCheck, ClusterQueue, LocalQueue};
@@ -111,7 +111,7 @@ const STREAMS: usize = 5;
 fn kueue_watch<K, T>(
     api: Api<K>,
     stream: usize,
-    rule: String,
+    (forbidden, who): (WhenForbidden<K>, Followed),
     convert: impl Fn(&K) -> (String, T) + Send + 'static,
     wrap: fn(StoreChange<T>) -> What,
 ) -> BoxStream<'static, Update>
@@ -119,7 +119,8 @@ where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
     T: Send + 'static,
 {
-    cwatch::follow(api, None, WhenForbidden::Retry)
+    let rule = who.rule.clone();
+    cwatch::follow(api, None, forbidden, who)
         .map(move |signal| {
             let what = match signal {
                 Signal::Seen(Seen::List) => wrap(StoreChange::Init),
@@ -206,6 +207,9 @@ fn watches(
         Some(ns) => format!("in namespace {ns}"),
         None => "in all namespaces".into(),
     };
+    // A first forbidden ClusterQueue or AdmissionCheck list ends the watch (the one-shot gate
+    // answers unknown); Workloads and LocalQueues forbidden are only noted, as there.
+    let who = |rule: String| Followed { server: conn.server.clone(), rule, server_clock: conn.server_clock.clone() };
     // Workloads are reduced to the entries at any check that might be dispatch's; which checks
     // are dispatch's is decided at evaluation, from the AdmissionCheck store.
     let all_states = opts.all_states;
@@ -213,21 +217,21 @@ fn watches(
         kueue_watch(
             cqs,
             0,
-            "list and watch clusterqueues.kueue.x-k8s.io (cluster-wide)".into(),
+            (WhenForbidden::End, who("list and watch clusterqueues.kueue.x-k8s.io (cluster-wide)".into())),
             |o| (key(o), wire::cluster_queue(o)),
             What::Queue,
         ),
         kueue_watch(
             acs,
             1,
-            "list and watch admissionchecks.kueue.x-k8s.io (cluster-wide)".into(),
+            (WhenForbidden::End, who("list and watch admissionchecks.kueue.x-k8s.io (cluster-wide)".into())),
             |o| (key(o), wire::admission_check(o)),
             What::Check,
         ),
         kueue_watch(
             wls,
             2,
-            format!("list and watch workloads.kueue.x-k8s.io {scope}"),
+            (WhenForbidden::Retry, who(format!("list and watch workloads.kueue.x-k8s.io {scope}"))),
             move |o| {
                 let w = wire::workload(o);
                 let scope = WaitingScope {
@@ -242,7 +246,7 @@ fn watches(
         kueue_watch(
             lqs,
             3,
-            format!("list and watch localqueues.kueue.x-k8s.io {scope}"),
+            (WhenForbidden::Retry, who(format!("list and watch localqueues.kueue.x-k8s.io {scope}"))),
             |o| (key(o), wire::local_queue(o)),
             What::LocalQueue,
         ),
@@ -300,6 +304,9 @@ async fn follow(
                 });
             }
             _ = sleep_opt(give_up) => {
+                if let (Some(cause), Some(timeout)) = (link.down_at_timeout(), live.timeout) {
+                    return Err(Error::DownAtTimeout { timeout, cause });
+                }
                 let exit = last.as_ref().map(|r| Exit::from(r.report.verdict)).unwrap_or(Exit::Unknown);
                 if live.wait && let Some(run) = &last {
                     crate::render::gate::render_to(run, opts.output, deps.style, deps.out, deps.err)?;
@@ -310,6 +317,7 @@ async fn follow(
             update = merged.next() => {
                 let Some(Update { stream, what }) = update else { return Ok(Exit::Yes) };
                 match what {
+                    What::Link(LinkEvent::Refused(refusal)) => return Err(cwatch::refused(refusal)),
                     What::Link(event) => {
                         for line in link.observe(stream, event, deps.clock.now()) {
                             let _ = writeln!(deps.err, "{}", line.line());

@@ -20,7 +20,14 @@ pub async fn run(conn: &Connection, lease_ref: &LeaseRef, output: Output, deps: 
         _ => crate::cluster::reading::holder::read(conn, lease_ref, &fetched, deps.log).await?,
     };
     let assessment = lease::assess_with_holder(lease_ref, &fetched, holder.as_ref(), now);
-    let warnings: Vec<String> = skew::lease_in_future(assessment.facts.as_ref(), now).into_iter().collect();
+    // The clocks, from the Lease read's own `Date` header, as the gate does from discovery's.
+    let mut warnings: Vec<String> = conn
+        .server_clock
+        .latest()
+        .and_then(|(server, local)| skew::server_clock(Some(server), local))
+        .into_iter()
+        .collect();
+    warnings.extend(skew::lease_in_future(assessment.facts.as_ref(), now));
     let run = LeaseRun { assessment, warnings, now };
     for w in &run.warnings {
         let _ = writeln!(deps.err, "Warning: {w}");

@@ -18,7 +18,7 @@ use crate::cluster::connecting::connect::Connection;
 use crate::cluster::watching::reflector::{self as watch, LeaseUpdate};
 use crate::core::heartbeat::{Change, Observation, Tracker};
 use crate::core::lease::{LeaseRef, LeaseState};
-use crate::core::link::Link;
+use crate::core::link::{Link, LinkEvent};
 use crate::error::Error;
 use crate::exit::Exit;
 use crate::invocation::{Format, Until};
@@ -69,10 +69,14 @@ pub async fn follow(
         let observation = tokio::select! {
             biased;
             _ = &mut shutdown => break Ok(Exit::Yes),
-            _ = sleep_opt(give_up) => break Ok(timed_out(&tracker, opts.until, deps.clock.now())),
+            _ = sleep_opt(give_up) => break match (link.down_at_timeout(), opts.timeout) {
+                (Some(cause), Some(timeout)) => Err(Error::DownAtTimeout { timeout, cause }),
+                _ => Ok(timed_out(&tracker, opts.until, deps.clock.now())),
+            },
             _ = sleep_opt(stale_at) => Observation::Tick,
             update = updates.next() => match update {
                 None => break Ok(Exit::Yes),
+                Some(LeaseUpdate::Link(LinkEvent::Refused(refusal))) => break Err(watch::refused(refusal)),
                 Some(LeaseUpdate::Link(event)) => {
                     let said = link.observe(0, event, deps.clock.now());
                     if !said.is_empty() {
@@ -107,7 +111,11 @@ pub async fn follow(
         }
         view.status(&tracker, &link, polling, now, deps.out)?;
     };
-    view.finish(&tracker, deps.out)?;
+    match end {
+        Ok(_) => view.finish(&tracker, deps.out)?,
+        // The error line is all that is said (the summary is the end of a watch that ended well).
+        Err(_) => view.clear(deps.out)?,
+    }
     end
 }
 
@@ -232,7 +240,7 @@ mod tests {
     use super::*;
     use crate::clock::Clock;
     use crate::core::lease::LeaseFacts;
-    use crate::core::link::LinkEvent;
+    use crate::core::link::Refusal;
     use crate::log::Log;
 
     /// A wall clock that moves with tokio's (paused) time.
@@ -297,6 +305,8 @@ mod tests {
         let output = Output { format: Format::Table, no_headers: false };
         let started = Instant::now();
         let stop = tokio::time::sleep(Duration::from_secs(stop_after));
+        // The product's stream says the list was answered before the Lease it read.
+        let items = std::iter::once((0, up())).chain(items).collect();
         let exit = follow(script(items), &LeaseRef::default(), output, opts, false, stop, &mut deps).await.unwrap();
         let elapsed = started.elapsed();
         let text = |s: &Shared| String::from_utf8(s.0.lock().unwrap().clone()).unwrap();
@@ -392,6 +402,62 @@ mod tests {
         }
         let stale = out.lines().find(|l| l.contains(" stale ")).expect("the stale row, on time");
         assert!(stale.starts_with("12:00:30Z"), "{stale}");
+    }
+
+    async fn run_err(items: Vec<(u64, LeaseUpdate)>, opts: LeaseWatch) -> (Error, String) {
+        let clock = TokioClock { base: base(), start: Instant::now() };
+        let (mut out, mut err) = (Shared::default(), Shared::default());
+        let log = Log::silent();
+        let mut deps = Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Default::default() };
+        let output = Output { format: Format::Table, no_headers: false };
+        let stop = tokio::time::sleep(Duration::from_secs(600));
+        let e = follow(script(items), &LeaseRef::default(), output, opts, false, stop, &mut deps).await.unwrap_err();
+        (e, String::from_utf8(out.0.lock().unwrap().clone()).unwrap())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_refused_stream_ends_the_watch_with_the_one_shot_error() {
+        let refused = |r: Refusal| LeaseUpdate::Link(LinkEvent::Refused(r));
+        let unauthorized = refused(Refusal::Unauthorized { server: "https://k".into() });
+        let (e, out) = run_err(vec![(0, unauthorized)], watch()).await;
+        assert_eq!(
+            (e.to_string().as_str(), e.exit()),
+            ("the API server at https://k rejected the credentials (401 Unauthorized)", Exit::Failed)
+        );
+        assert_eq!(out, "", "nothing on stdout, as kubectl");
+        let forbidden = refused(Refusal::Forbidden { message: "no \u{1b}[2J".into(), rule: "get leases".into() });
+        let opts = LeaseWatch { until: Some(Until::Fresh), timeout: Some(Duration::from_secs(30)), ..watch() };
+        let (e, _) = run_err(vec![(0, forbidden)], opts).await;
+        assert_eq!(e.exit(), Exit::Unknown, "a forbidden Lease is unknown (4), as in the one-shot");
+        assert_eq!(e.hint().as_deref(), Some("missing RBAC: get leases"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_timeout_while_the_connection_is_down_is_an_error_not_a_result() {
+        let items =
+            vec![(0, up()), (0, renewed("a", 0)), (2, down("the API server refuses connections (connection refused)"))];
+        let missing = vec![(0, up()), (0, LeaseUpdate::Lease(None)), items[2].clone()];
+        for (until, items) in [
+            (None, &items),
+            (Some(Until::Stale), &items),
+            (Some(Until::HolderChange), &items),
+            (Some(Until::Fresh), &missing),
+        ] {
+            let opts = LeaseWatch { until, timeout: Some(Duration::from_secs(5)), ..watch() };
+            let (e, _) = run_err(items.clone(), opts).await;
+            assert_eq!(
+                e.to_string(),
+                "--timeout 5s came while the connection was down: the API server refuses connections (connection refused)"
+            );
+            assert_eq!(e.exit(), Exit::Failed, "{until:?}");
+        }
+        let opts = LeaseWatch { timeout: Some(Duration::from_secs(5)), ..watch() };
+        let (e, _) = run_err(vec![], opts).await;
+        assert_eq!(e.to_string(), "--timeout 5s came before the API server answered");
+        // Back before the timeout: the watch ends as it always did.
+        let items = vec![(0, up()), (0, renewed("a", 0)), (2, down("the API server closed the connection")), (3, up())];
+        let (exit, ..) = run(items, opts, 600).await;
+        assert_eq!(exit, Exit::Yes);
     }
 
     #[tokio::test(start_paused = true)]

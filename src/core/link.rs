@@ -18,6 +18,65 @@ pub enum LinkEvent {
     Down(String),
     /// The server no longer has the stream's resourceVersion (410 Gone); the stream relists.
     Expired(String),
+    /// The server refused the stream in a way retrying cannot change: the stream has ended,
+    /// and the command ends with it.
+    Refused(Refusal),
+    /// A response's `Date` header, and this machine's clock when it arrived.
+    Clock { server: Timestamp, local: Timestamp },
+}
+
+/// Why a stream gave up, as kubectl's watch gives up on the same answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// 401 to the stream's first request, or again after the credential was fetched anew.
+    Unauthorized { server: String },
+    /// 403 to the stream's first list, with nothing else it may read instead: the server's
+    /// words and the rule that would allow it.
+    Forbidden { message: String, rule: String },
+    /// 404 to a list or watch: the resource is not served (its CRD was deleted). Its path.
+    NotServed { resource: String },
+}
+
+/// What a stream does with an answer of `code` to a list, watch or get.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnStatus {
+    /// Retry as after any failure (a 5xx, a 429, a 410, a lost connection), or follow the
+    /// stream's own way for a forbidden read that was allowed before.
+    Retry,
+    /// 401 after the stream was answered: fetch the credential anew (the exec plugin runs
+    /// again) and retry once.
+    Refresh,
+    /// Give up: [`LinkEvent::Refused`].
+    End,
+}
+
+/// What a stream has seen before an error status, for [`on_status`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Seen {
+    /// A list, watch or get of this stream succeeded before.
+    pub answered: bool,
+    /// The credential was already fetched anew after a 401, and no answer accepted it since.
+    pub refreshed: bool,
+    /// 404s in a row since the last success, this one included.
+    pub not_found: u32,
+}
+
+/// 404s in a row, after an answer, before a resource counts as gone: an API server that
+/// restarts answers a moment before it serves the CRDs again (about 7 s of retries).
+pub const NOT_FOUND_IN_A_ROW: u32 = 5;
+
+/// The rule for answers that retrying cannot change. A first request refused with 401, 403
+/// or 404 ends the stream, as `kubectl get -w` ends. After an answer, a 401 refreshes the
+/// credential once, then ends; a 403 (RBAC taken away while watching) is the stream's to
+/// show; a 404 that persists ends it (the resource is gone: its CRD was deleted).
+pub fn on_status(code: u16, seen: Seen) -> OnStatus {
+    match code {
+        401 if seen.answered && !seen.refreshed => OnStatus::Refresh,
+        401 => OnStatus::End,
+        403 | 404 if !seen.answered => OnStatus::End,
+        404 if seen.not_found >= NOT_FOUND_IN_A_ROW => OnStatus::End,
+        _ => OnStatus::Retry,
+    }
 }
 
 /// A line for stderr.
@@ -29,6 +88,8 @@ pub enum Say {
     Resumed,
     /// `watch expired: CAUSE; relisting`
     Expired(String),
+    /// `Warning: TEXT`: this machine's clock is off the API server's (said once).
+    Warning(String),
 }
 
 impl Say {
@@ -37,6 +98,7 @@ impl Say {
             Say::Interrupted(cause) => format!("watch interrupted: {cause}; reconnecting"),
             Say::Resumed => "watch resumed".into(),
             Say::Expired(cause) => format!("watch expired: {cause}; relisting"),
+            Say::Warning(text) => format!("Warning: {text}"),
         }
     }
 }
@@ -78,11 +140,21 @@ pub struct Link {
     outage: Option<Timestamp>,
     /// An expiry was already said in this outage (or since the last one).
     expiry_said: bool,
+    /// Why the current (or last) outage began.
+    cause: Option<String>,
+    /// The clocks were found apart (said once per run).
+    skew_said: bool,
 }
 
 impl Link {
     pub fn new(streams: usize) -> Link {
-        Link { streams: vec![Stream::Connecting; streams.max(1)], outage: None, expiry_said: false }
+        Link {
+            streams: vec![Stream::Connecting; streams.max(1)],
+            outage: None,
+            expiry_said: false,
+            cause: None,
+            skew_said: false,
+        }
     }
 
     /// Feeds what stream `i` did at `now`; returns the lines to say (zero, one or two).
@@ -95,6 +167,7 @@ impl Link {
                 if self.outage.is_none() {
                     self.outage = Some(now);
                     self.expiry_said = false;
+                    self.cause = Some(cause.clone());
                     say.push(Say::Interrupted(cause));
                 }
             }
@@ -105,6 +178,16 @@ impl Link {
                 }
                 if !std::mem::replace(&mut self.expiry_said, true) {
                     say.push(Say::Expired(cause));
+                }
+            }
+            // The command ends on it; nothing to say here.
+            LinkEvent::Refused(_) => {}
+            LinkEvent::Clock { server, local } => {
+                if !self.skew_said
+                    && let Some(warning) = super::skew::server_clock(Some(server), local)
+                {
+                    self.skew_said = true;
+                    say.push(Say::Warning(warning));
                 }
             }
             LinkEvent::Up => {
@@ -119,6 +202,19 @@ impl Link {
             }
         }
         say
+    }
+
+    /// `--timeout` came at this moment: `None` while the connection is live; else why it is
+    /// not (`Some(Some(cause))` in an outage, `Some(None)` when never answered). No state seen
+    /// then is current, so a live mode ends as an error rather than with a verdict.
+    pub fn down_at_timeout(&self) -> Option<Option<String>> {
+        if self.outage.is_some() {
+            Some(self.cause.clone())
+        } else if !self.streams.contains(&Stream::Up) {
+            Some(None)
+        } else {
+            None
+        }
     }
 
     pub fn status(&self, now: Timestamp) -> LinkStatus {
@@ -180,6 +276,71 @@ mod tests {
         assert!(matches!(l.status(at(5)), LinkStatus::Reconnecting(_)));
         assert_eq!(l.observe(2, LinkEvent::Up, at(5)), [Say::Resumed]);
         assert_eq!(l.status(at(5)), LinkStatus::Live);
+    }
+
+    #[test]
+    fn refusals_end_a_first_request_and_a_401_later_refreshes_once() {
+        let first = Seen { not_found: 1, ..Seen::default() };
+        for code in [401, 403, 404] {
+            assert_eq!(on_status(code, first), OnStatus::End, "{code} to the first request");
+        }
+        let answered = Seen { answered: true, ..Seen::default() };
+        assert_eq!(on_status(401, answered), OnStatus::Refresh);
+        assert_eq!(on_status(401, Seen { refreshed: true, ..answered }), OnStatus::End, "refreshed once already");
+        assert_eq!(on_status(403, answered), OnStatus::Retry, "RBAC taken away: the stream shows it");
+        for n in 1..NOT_FOUND_IN_A_ROW {
+            assert_eq!(on_status(404, Seen { not_found: n, ..answered }), OnStatus::Retry, "a restart, perhaps");
+        }
+        let gone = Seen { not_found: NOT_FOUND_IN_A_ROW, ..answered };
+        assert_eq!(on_status(404, gone), OnStatus::End, "the resource is gone");
+        for code in [410, 429, 500, 503] {
+            assert_eq!(on_status(code, first), OnStatus::Retry, "{code} is transient");
+            assert_eq!(on_status(code, Seen { refreshed: true, ..gone }), OnStatus::Retry, "{code} is transient");
+        }
+    }
+
+    #[test]
+    fn clock_skew_is_said_once_when_it_first_exceeds_the_threshold() {
+        let mut l = Link::new(2);
+        let sample = |ahead: i64, at_: i64| LinkEvent::Clock {
+            server: at(at_) - SignedDuration::from_secs(ahead),
+            local: at(at_) + SignedDuration::from_millis(500),
+        };
+        assert!(l.observe(0, sample(0, 0), at(0)).is_empty(), "within the header's second");
+        assert!(l.observe(1, sample(2, 1), at(1)).is_empty(), "2 s is tolerated");
+        let said = l.observe(0, sample(40, 2), at(2));
+        assert_eq!(said.len(), 1);
+        assert_eq!(
+            said[0].line(),
+            "Warning: this machine's clock is about 39s ahead of the API server's; Lease ages are measured with \
+             this machine's clock"
+        );
+        assert!(l.observe(1, sample(40, 3), at(3)).is_empty(), "once");
+        assert!(l.observe(0, sample(-60, 4), at(4)).is_empty(), "once, whichever way");
+        assert_eq!(l.status(at(4)), LinkStatus::Connecting, "a sample is not an answer");
+    }
+
+    #[test]
+    fn a_timeout_while_down_or_never_answered_is_not_a_result() {
+        let mut l = Link::new(2);
+        assert_eq!(l.down_at_timeout(), Some(None), "never answered");
+        l.observe(0, LinkEvent::Up, at(0));
+        assert_eq!(l.down_at_timeout(), None, "one stream live, none failed");
+        l.observe(1, LinkEvent::Up, at(0));
+        assert_eq!(l.down_at_timeout(), None);
+        l.observe(1, down(), at(1));
+        l.observe(0, LinkEvent::Down("connection refused".into()), at(2));
+        assert_eq!(l.down_at_timeout(), Some(Some("the API server closed the connection".into())), "the first cause");
+        l.observe(0, LinkEvent::Up, at(3));
+        assert!(l.down_at_timeout().is_some(), "stream 1 is still down");
+        l.observe(1, LinkEvent::Up, at(4));
+        assert_eq!(l.down_at_timeout(), None);
+        let mut fresh = Link::new(1);
+        fresh.observe(0, LinkEvent::Down("the API server refuses connections (connection refused)".into()), at(0));
+        assert_eq!(
+            fresh.down_at_timeout(),
+            Some(Some("the API server refuses connections (connection refused)".into()))
+        );
     }
 
     #[test]

@@ -31,6 +31,7 @@ use super::credentials::{MakeHttp, Transport};
 use super::deadline::RequestTimeout;
 use super::exec::{Credential, ExecPlugin};
 use super::retry::RetryAfter;
+use super::server_clock::{ServerClock, ServerClockLayer};
 use super::tls::TlsConnector;
 use crate::error::Error;
 
@@ -50,6 +51,8 @@ pub struct Route {
     pub request_timeout: Option<Duration>,
     /// The exec plugin and its first credential, when the user authenticates through one.
     pub exec: Option<(ExecPlugin, Credential)>,
+    /// Where each response's `Date` header is kept.
+    pub server_clock: ServerClock,
 }
 
 pub fn build(config: Config, route: Route) -> Result<Client, Error> {
@@ -64,6 +67,7 @@ pub fn build(config: Config, route: Route) -> Result<Client, Error> {
         .option_layer(config.auth_layer().map_err(invalid)?)
         .layer(config.extra_headers_layer().map_err(invalid)?)
         .layer(DecompressionLayer::new().no_br().no_deflate().no_zstd().gzip(!config.disable_compression))
+        .layer(ServerClockLayer(route.server_clock))
         .service(transport);
     Ok(Client::new(service, config.default_namespace))
 }

@@ -12,6 +12,7 @@ use kube::{Client, Config};
 use super::client::{self, Route};
 use super::exec::ExecPlugin;
 use super::kubeconfig;
+use super::server_clock::ServerClock;
 use crate::error::{Error, first_line};
 use crate::invocation::ConnectionSettings;
 
@@ -29,6 +30,8 @@ pub struct Connection {
     /// `-n`, else the context's namespace, else `default`.
     pub namespace: String,
     pub context: Option<String>,
+    /// The API server's clock, from the `Date` header of the latest response.
+    pub server_clock: ServerClock,
 }
 
 /// How this run may connect.
@@ -97,8 +100,10 @@ pub async fn connect(args: &ConnectionSettings, manner: Manner, log: &crate::log
     };
     let namespace = config.default_namespace.clone();
     let proxy_text = proxy.as_ref().map(client::display_proxy);
-    let client = client::build(config, Route { proxy, request_timeout: manner.request_timeout, exec })?;
-    Ok(Connection { client, server, proxy: proxy_text, namespace, context })
+    let server_clock = ServerClock::default();
+    let route = Route { proxy, request_timeout: manner.request_timeout, exec, server_clock: server_clock.clone() };
+    let client = client::build(config, route)?;
+    Ok(Connection { client, server, proxy: proxy_text, namespace, context, server_clock })
 }
 
 /// Sets the proxy kubectl would use for this server: the kubeconfig's `proxy-url`, else the

@@ -9,4 +9,5 @@ pub mod exec;
 pub mod kubeconfig;
 pub mod proxy;
 pub mod retry;
+pub mod server_clock;
 pub mod tls;

@@ -136,12 +136,7 @@ pub async fn discover_kueue(conn: &Connection, log: &Log) -> Result<Kueue, Error
     let response = conn.client.send(request.map(Into::into)).await.map_err(|e| stop(e, conn, "the Kueue API group"))?;
     let status = response.status();
     let arrived = Timestamp::now();
-    let server_date = response
-        .headers()
-        .get(http::header::DATE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| k8s_openapi::jiff::fmt::rfc2822::parse(v).ok())
-        .map(|z| (z.timestamp(), arrived));
+    let server_date = crate::cluster::connecting::server_clock::date(response.headers()).map(|date| (date, arrived));
     log.info(6, &format!("GET {path} {} in {}ms", status.as_u16(), started.elapsed().as_millis()));
     match status.as_u16() {
         200 => {}

@@ -7,6 +7,7 @@
 //! The Lease is followed by name; when list and watch on it are forbidden but get is allowed,
 //! it is polled with get instead (the adapter itself is granted only get).
 
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use futures::channel::mpsc::{UnboundedSender, unbounded};
@@ -16,8 +17,9 @@ use kube::api::{Api, ListParams, WatchEvent, WatchParams};
 use kube::core::Status;
 
 use crate::cluster::connecting::connect::Connection;
+use crate::cluster::connecting::server_clock::ServerClock;
 use crate::core::lease::{LeaseFacts, LeaseRef};
-use crate::core::link::LinkEvent;
+use crate::core::link::{LinkEvent, OnStatus, Refusal, on_status};
 
 /// The server ends each watch after this many seconds; it is renewed at once, silently.
 const WATCH_SECONDS: u32 = 290;
@@ -102,17 +104,32 @@ impl Iterator for CappedBackoff {
 /// How a stream treats a forbidden list.
 #[derive(Clone)]
 pub enum WhenForbidden<K> {
-    /// Say so and list again every few seconds.
+    /// Say so and list again every few seconds, from the start (a read that does not decide:
+    /// the one-shot verb only notes it).
     Retry,
+    /// A first list forbidden ends the stream ([`Refusal::Forbidden`]): the read decides, and
+    /// the one-shot verb would answer unknown. Forbidden later, like [`WhenForbidden::Retry`].
+    End,
     /// Get this object by name instead, every `cadence(object)`, when get is allowed.
     Poll { name: String, cadence: fn(Option<&K>) -> Duration },
 }
 
-/// Follows `api` (optionally narrowed by a field selector) until the stream is dropped.
+/// Who is followed, for the refusals that end a stream: the server's URL and the RBAC rule
+/// that would allow the stream; and the connection's record of the server's clock.
+#[derive(Debug, Clone, Default)]
+pub struct Followed {
+    pub server: String,
+    pub rule: String,
+    pub server_clock: ServerClock,
+}
+
+/// Follows `api` (optionally narrowed by a field selector) until the stream is dropped, or
+/// until the server refuses it for good ([`LinkEvent::Refused`], the last signal).
 pub fn follow<K>(
     api: Api<K>,
     fields: Option<String>,
     forbidden: WhenForbidden<K>,
+    who: Followed,
 ) -> impl Stream<Item = Signal<K>> + Send + 'static
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
@@ -120,7 +137,10 @@ where
     let (tx, rx) = unbounded();
     tokio::spawn(async move {
         // Ends when nobody listens any more (a send fails).
-        let _ = Reflector { api, fields, forbidden, tx }.run().await;
+        let answered = AtomicBool::new(false);
+        let refreshed = AtomicBool::new(false);
+        let not_found = AtomicU32::new(0);
+        let _ = Reflector { api, fields, forbidden, who, tx, answered, refreshed, not_found }.run().await;
     });
     rx
 }
@@ -129,7 +149,14 @@ struct Reflector<K> {
     api: Api<K>,
     fields: Option<String>,
     forbidden: WhenForbidden<K>,
+    who: Followed,
     tx: UnboundedSender<Signal<K>>,
+    /// A list, watch or get of this stream succeeded.
+    answered: AtomicBool,
+    /// The credential was fetched anew after a 401, and no answer has accepted it since.
+    refreshed: AtomicBool,
+    /// 404s in a row since the last success.
+    not_found: AtomicU32,
 }
 
 /// The receiver is gone.
@@ -154,6 +181,62 @@ where
         self.send(Signal::Link(e))
     }
 
+    /// A list, watch or get of this stream succeeded (a 403 is an answer too, but not this):
+    /// also the moment to compare the clocks, from that response's `Date` header.
+    fn succeeded(&self) -> Result<(), Gone> {
+        self.answered.store(true, Ordering::Relaxed);
+        self.refreshed.store(false, Ordering::Relaxed);
+        self.not_found.store(0, Ordering::Relaxed);
+        match self.who.server_clock.latest() {
+            Some((server, local)) => self.link(LinkEvent::Clock { server, local }),
+            None => Ok(()),
+        }
+    }
+
+    /// Applies [`on_status`] to an error status. `Retry`: the caller goes its usual way.
+    /// `Refresh`: said as an interruption; the caller retries at once, and the transport
+    /// fetches a new credential for that request (it does after any 401). `End`: the refusal
+    /// is sent and the stream stops (`Err(Gone)`).
+    fn permanent(&self, status: Option<&Status>) -> Result<OnStatus, Gone> {
+        let Some(s) = status else { return Ok(OnStatus::Retry) };
+        let answered = self.answered.load(Ordering::Relaxed);
+        if s.code != 401 && s.code < 500 {
+            // Authenticated (a 403 is decided after the credential was accepted): a later 401
+            // may refresh it again.
+            self.refreshed.store(false, Ordering::Relaxed);
+        }
+        let not_found = match s.code {
+            404 => self.not_found.fetch_add(1, Ordering::Relaxed) + 1,
+            _ => 0,
+        };
+        let seen = crate::core::link::Seen { answered, refreshed: self.refreshed.load(Ordering::Relaxed), not_found };
+        let decided = match on_status(s.code, seen) {
+            // A first forbidden list is the stream's own to handle where it has another way.
+            OnStatus::End if s.code == 403 && !matches!(self.forbidden, WhenForbidden::End) => OnStatus::Retry,
+            other => other,
+        };
+        match decided {
+            OnStatus::Retry => Ok(OnStatus::Retry),
+            OnStatus::Refresh => {
+                self.refreshed.store(true, Ordering::Relaxed);
+                self.link(LinkEvent::Down(plain_status(s)))?;
+                Ok(OnStatus::Refresh)
+            }
+            OnStatus::End => {
+                let refusal = match s.code {
+                    401 => Refusal::Unauthorized { server: self.who.server.clone() },
+                    403 => Refusal::Forbidden {
+                        message: crate::error::first_line(&s.message),
+                        rule: self.who.rule.clone(),
+                    },
+                    _ => Refusal::NotServed { resource: self.api.resource_url().to_string() },
+                };
+                self.link(LinkEvent::Refused(refusal))?;
+                Err(Gone)
+            }
+        }
+    }
+
     async fn run(self) -> Result<(), Gone> {
         let mut backoff = CappedBackoff::new();
         let mut version: Option<String> = None;
@@ -166,6 +249,9 @@ where
                         v
                     }
                     Listed::Failed(e) => {
+                        if self.permanent(status(&e))? == OnStatus::Refresh {
+                            continue;
+                        }
                         match code(&e) {
                             Some(403) => {
                                 self.link(LinkEvent::Up)?;
@@ -190,6 +276,10 @@ where
             let stream = match self.api.watch(&params, &from).await {
                 Ok(s) => s,
                 Err(e) => {
+                    if self.permanent(status(&e))? == OnStatus::Refresh {
+                        version = Some(from);
+                        continue;
+                    }
                     match code(&e) {
                         Some(410) => self.link(LinkEvent::Expired(expired_cause(Some(&from))))?,
                         Some(403) => {
@@ -198,7 +288,7 @@ where
                                 // The list was allowed and the watch is not: list again every
                                 // few seconds, keeping what the list showed, rather than
                                 // flipping to forbidden between lists.
-                                WhenForbidden::Retry => tokio::time::sleep(FORBIDDEN_RETRY).await,
+                                WhenForbidden::Retry | WhenForbidden::End => tokio::time::sleep(FORBIDDEN_RETRY).await,
                                 WhenForbidden::Poll { .. } => self.on_forbidden().await?,
                             }
                         }
@@ -212,6 +302,7 @@ where
                 }
             };
             // Accepted: the connection is live, whether or not anything changes.
+            self.succeeded()?;
             self.link(LinkEvent::Up)?;
             backoff.reset();
             let mut stream = std::pin::pin!(stream);
@@ -234,6 +325,9 @@ where
                         break;
                     }
                     Ok(WatchEvent::Error(s)) => {
+                        if self.permanent(Some(&s))? == OnStatus::Refresh {
+                            break;
+                        }
                         self.link(LinkEvent::Down(plain_status(&s)))?;
                         tokio::time::sleep(backoff.next().unwrap_or_default()).await;
                         break;
@@ -262,6 +356,7 @@ where
             loop {
                 match self.api.list(&params).await {
                     Ok(page) => {
+                        self.succeeded()?;
                         if first {
                             self.link(LinkEvent::Up)?;
                             self.send(Signal::Seen(Seen::List))?;
@@ -300,18 +395,29 @@ where
         loop {
             let got = match self.api.get_opt(name).await {
                 Ok(o) => o,
+                Err(e) if code(&e) == Some(403) && !self.answered.load(Ordering::Relaxed) => {
+                    // Neither list, watch nor get: nothing to follow, as `kubectl get -w` ends.
+                    let message = status(&e).map(|s| crate::error::first_line(&s.message)).unwrap_or_default();
+                    let rule = self.who.rule.clone();
+                    self.link(LinkEvent::Refused(Refusal::Forbidden { message, rule }))?;
+                    return Err(Gone);
+                }
                 Err(e) if code(&e) == Some(403) => {
                     self.send(Signal::Forbidden)?;
                     tokio::time::sleep(FORBIDDEN_RETRY).await;
                     return Ok(());
                 }
                 Err(e) => {
+                    if self.permanent(status(&e))? == OnStatus::Refresh {
+                        continue;
+                    }
                     self.link(LinkEvent::Down(plain_cause(&e)))?;
                     tokio::time::sleep(backoff.next().unwrap_or_default()).await;
                     continue;
                 }
             };
             backoff.reset();
+            self.succeeded()?;
             self.link(LinkEvent::Up)?;
             let every = cadence(got.as_ref());
             if !std::mem::replace(&mut said, true) {
@@ -352,8 +458,10 @@ pub fn lease(conn: &Connection, lease: &LeaseRef) -> impl Stream<Item = LeaseUpd
     let forbidden_rule =
         format!("get, list and watch leases.coordination.k8s.io {:?} in namespace {}", lease.name, lease.namespace);
     let poll = WhenForbidden::Poll { name: lease.name.clone(), cadence: lease_cadence };
+    let who =
+        Followed { server: conn.server.clone(), rule: forbidden_rule.clone(), server_clock: conn.server_clock.clone() };
     let mut pending: Option<Lease> = None;
-    follow(api, Some(fields), poll).filter_map(move |signal| {
+    follow(api, Some(fields), poll, who).filter_map(move |signal| {
         let update = match signal {
             Signal::Seen(Seen::List) => {
                 pending = None;
@@ -374,6 +482,40 @@ pub fn lease(conn: &Connection, lease: &LeaseRef) -> impl Stream<Item = LeaseUpd
         };
         futures::future::ready(update)
     })
+}
+
+/// The error a live mode ends with when a stream was refused for good: the one the one-shot
+/// verb gives for the same answer (401: exit 1; 403: exit 4; a Kueue resource not served:
+/// exit 1). The server's words are escaped: they reach a terminal.
+pub fn refused(r: Refusal) -> crate::error::Error {
+    use crate::error::Error;
+    use crate::text::sanitize::escape;
+    match r {
+        Refusal::Unauthorized { server } => Error::Unauthorized { server },
+        Refusal::Forbidden { message, rule } => Error::Forbidden { message: escape(&message), rule },
+        Refusal::NotServed { resource } if resource.starts_with("/apis/kueue.x-k8s.io/") => {
+            // Named as the one-shot reads name them.
+            let kind = match resource.rsplit('/').next().unwrap_or_default() {
+                "clusterqueues" => "ClusterQueues",
+                "admissionchecks" => "AdmissionChecks",
+                "workloads" => "Workloads",
+                "localqueues" => "LocalQueues",
+                other => other,
+            };
+            Error::KueueResourceMissing { resource: kind.into(), group_version: resource }
+        }
+        Refusal::NotServed { resource } => {
+            Error::Api { action: format!("serve {resource}"), message: "not found (404)".into() }
+        }
+    }
+}
+
+/// The error status the server sent, if it sent one.
+fn status(e: &kube::Error) -> Option<&Status> {
+    match e {
+        kube::Error::Api(s) => Some(s),
+        _ => None,
+    }
 }
 
 /// The HTTP status behind a failed request, if the server sent one.
@@ -401,8 +543,10 @@ pub fn plain_cause(e: &kube::Error) -> String {
 
 /// An error status the server sent.
 fn plain_status(s: &Status) -> String {
-    let message = crate::error::first_line(&s.message);
+    // The server's words reach a terminal in `watch interrupted: ...`: escaped.
+    let message = crate::text::sanitize::escape(&crate::error::first_line(&s.message));
     match s.code {
+        401 => "the API server rejected the credentials (401 Unauthorized)".into(),
         429 => format!("the API server asks to retry later (429: {message})"),
         500..=599 => format!("the API server failed ({}: {message})", s.code),
         code => format!("{message} ({code})"),
@@ -472,6 +616,19 @@ mod tests {
             "the API server did not answer in time"
         );
         assert_eq!(plain_transport("something: odd thing happened"), "odd thing happened");
+    }
+
+    #[test]
+    fn a_servers_words_in_an_interruption_are_escaped() {
+        let status = |code: u16, message: &str| Status { code, message: message.into(), ..Status::default() };
+        assert_eq!(
+            plain_status(&status(503, "down \u{1b}]0;owned\u{7}\u{1b}[2J for now\nsecond line")),
+            "the API server failed (503: down \\u{1b}]0;owned\\u{7}\\u{1b}[2J for now)"
+        );
+        assert_eq!(
+            plain_status(&status(401, "\u{1b}[31m")),
+            "the API server rejected the credentials (401 Unauthorized)"
+        );
     }
 
     #[test]
