@@ -1,0 +1,216 @@
+//! Trust under hostile servers, side by side with kubectl: no credential goes to a server that
+//! is not TLS (client-go's "only try to read the auth information if we are secure"), for any
+//! source of credentials, and an exec plugin is not run for one; answers no kube-apiserver
+//! gives (the harness's `testcluster hostile`) end with one `error:` line, in bounded time.
+//! Over https the credentials are sent as before: e2e_connect and every e2e test with a token,
+//! certificate or exec user show that.
+
+mod support;
+
+use std::path::PathBuf;
+
+use support::hostile::{Hostile, Seen};
+use support::{Run, plugin_path, unique};
+
+/// A folder for kubeconfigs and the exec plugin, removed at the end.
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new() -> Dir {
+        let dir = std::env::temp_dir().join(unique("dispatch-trust"));
+        std::fs::create_dir_all(&dir).unwrap();
+        // An exec plugin that leaves a mark when it runs, then gives a token.
+        let plugin = dir.join("exec-marks");
+        std::fs::write(
+            &plugin,
+            "#!/usr/bin/env bash\necho ran >>\"$MARK\"\necho '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"exec-token\"}}'\n",
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Dir(dir)
+    }
+
+    fn mark(&self) -> PathBuf {
+        self.0.join("exec-ran")
+    }
+
+    fn kubeconfig(&self, name: &str, server: &str, user: &str) -> PathBuf {
+        let path = self.0.join(format!("{name}.kubeconfig"));
+        let text = format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: x\ncontexts:\n- name: x\n  context:\n    cluster: x\n    user: x\nclusters:\n- name: x\n  cluster:\n    server: {server}\nusers:\n- name: x\n  user:\n{user}"
+        );
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `kubectl ARGS` with the fresh plugin first on PATH, no kubeconfig or proxy from the
+/// environment but `env`.
+fn kubectl(args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut cmd = std::process::Command::new("kubectl");
+    cmd.args(args).env("PATH", plugin_path()).stdin(std::process::Stdio::null());
+    for var in ["KUBECONFIG", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"] {
+        cmd.env_remove(var);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    Run::from(cmd.output().expect("run kubectl"))
+}
+
+/// Runs `kubectl FLAGS get lease -A` and `kubectl dispatch FLAGS lease` against the server;
+/// asserts that both asked it (through `server`'s log) and that neither sent a credential.
+fn neither_sends_credentials(server: &Hostile, flags: &[&str], env: &[(&str, &str)], case: &str) {
+    server.clear();
+    let mut get = flags.to_vec();
+    get.extend_from_slice(&["get", "lease", "-A"]);
+    let k = kubectl(&get, env);
+    let mut ours = vec!["dispatch"];
+    ours.extend_from_slice(flags);
+    ours.push("lease");
+    let ours = kubectl(&ours, env);
+    assert_ne!(k.code, 0, "{case}: kubectl worked against a server that answers 401:\n{}", k.stdout);
+    ours.expect_one_error("");
+    let seen = server.seen();
+    let (plugin, theirs): (Vec<&Seen>, Vec<&Seen>) = seen.iter().partition(|s| s.by_plugin());
+    assert!(!theirs.is_empty(), "{case}: kubectl never reached the server:\n{}", k.stderr);
+    assert!(!plugin.is_empty(), "{case}: the plugin never reached the server:\n{}", ours.stderr);
+    for s in &seen {
+        for header in ["Authorization", "Proxy-Authorization"] {
+            assert_eq!(
+                s.header(header),
+                None,
+                "{case}: {} sent {header} on {} {}",
+                if s.by_plugin() { "the plugin" } else { "kubectl" },
+                s.method,
+                s.uri
+            );
+        }
+    }
+}
+
+#[test]
+fn no_credential_goes_to_a_server_that_is_not_tls() {
+    let server = Hostile::start("headers");
+    let dir = Dir::new();
+    let mark = dir.mark();
+    let token_file = dir.0.join("token");
+    std::fs::write(&token_file, "file-token").unwrap();
+    // Files that are there but hold no certificate: over https both would fail to parse them
+    // (the control test below); over http neither reads them.
+    let junk = dir.0.join("junk.pem");
+    std::fs::write(&junk, "not a certificate\n").unwrap();
+    let junk = junk.display();
+    let users = [
+        ("token", "    token: kubeconfig-token\n".to_string()),
+        ("token-file", format!("    tokenFile: {}\n", token_file.display())),
+        ("basic", "    username: admin\n    password: secret\n".to_string()),
+        ("client-certificate", format!("    client-certificate: {junk}\n    client-key: {junk}\n")),
+        (
+            "exec",
+            format!(
+                "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: {}\n      interactiveMode: Never\n      env:\n      - name: MARK\n        value: {}\n",
+                dir.0.join("exec-marks").display(),
+                mark.display()
+            ),
+        ),
+        (
+            "auth-provider",
+            "    auth-provider:\n      name: oidc\n      config:\n        client-id: x\n        id-token: not-a-jwt\n        idp-issuer-url: https://127.0.0.1:1\n".into(),
+        ),
+    ];
+    let http = server.url();
+    let bare = server.addr.clone();
+    for (name, user) in &users {
+        for (shape, url) in [("http://", http.as_str()), ("host:port", bare.as_str())] {
+            let kc = dir.kubeconfig(name, url, user);
+            neither_sends_credentials(
+                &server,
+                &["--kubeconfig", kc.to_str().unwrap()],
+                &[],
+                &format!("{name}, {shape}"),
+            );
+        }
+    }
+    assert!(!mark.exists(), "an exec plugin was run for an http server");
+
+    // --token and -s on the command line: with a scheme, and without (which is http).
+    let empty = dir.0.join("empty.kubeconfig");
+    std::fs::write(&empty, "apiVersion: v1\nkind: Config\n").unwrap();
+    let empty = empty.to_str().unwrap();
+    for url in [http.as_str(), bare.as_str()] {
+        let flags = ["--kubeconfig", empty, "-s", url, "--token", "flag-token"];
+        neither_sends_credentials(&server, &flags, &[], &format!("--token with -s {url}"));
+        // the flag token over a kubeconfig's exec user: still nothing, and no exec run
+        let kc = dir.kubeconfig("exec", url, &users[4].1);
+        let flags = ["--kubeconfig", kc.to_str().unwrap(), "--token", "flag-token"];
+        neither_sends_credentials(&server, &flags, &[], &format!("--token over exec, {url}"));
+    }
+    assert!(!mark.exists(), "an exec plugin was run for an http server");
+}
+
+#[test]
+fn no_credential_crosses_an_http_proxy_to_a_plain_http_server() {
+    // The hostile server as the HTTP_PROXY (it answers a CONNECT and serves the tunnel too,
+    // logging both): the server's name is not loopback, so the environment's proxy applies.
+    let proxy = Hostile::start("headers");
+    let dir = Dir::new();
+    let kc = dir.kubeconfig("via-proxy", "http://kube.dispatch.invalid:8080", "    token: kubeconfig-token\n");
+    let env = [("HTTP_PROXY", proxy.url())];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    neither_sends_credentials(&proxy, &["--kubeconfig", kc.to_str().unwrap()], &env, "through HTTP_PROXY");
+    let seen = proxy.seen();
+    assert!(
+        seen.iter().all(|s| s.host.starts_with("kube.dispatch.invalid")),
+        "every request went through the proxy to the server: {seen:?}"
+    );
+}
+
+#[test]
+fn a_missing_certificate_file_is_refused_whatever_the_server() {
+    // kubectl opens the files before it looks at the scheme: a configuration error over http
+    // too, with the same words.
+    let dir = Dir::new();
+    let cert = "    client-certificate: /nonexistent/c.crt\n    client-key: /nonexistent/c.key\n";
+    for server in ["http://127.0.0.1:1", "https://127.0.0.1:1"] {
+        let kc = dir.kubeconfig("missing-cert", server, cert);
+        let k = kubectl(&["--kubeconfig", kc.to_str().unwrap(), "get", "lease", "-A"], &[]);
+        let ours = kubectl(&["dispatch", "--kubeconfig", kc.to_str().unwrap(), "lease"], &[]);
+        let words = "unable to read client-cert /nonexistent/c.crt for x due to open /nonexistent/c.crt: ";
+        assert!(k.code != 0 && k.stderr.contains(words), "kubectl, {server}:\n{}", k.stderr);
+        ours.expect_one_error(words);
+    }
+}
+
+#[test]
+fn over_https_the_same_kubeconfig_shapes_do_send_their_credentials() {
+    // The control for the tests above: the same users, with an https server, make both read
+    // their credentials (the certificate files are missing, the exec plugin runs), so the
+    // absence above is the http rule, not a user shape that sends nothing anyway.
+    let dir = Dir::new();
+    let mark = dir.mark();
+    let junk = dir.0.join("junk.pem");
+    std::fs::write(&junk, "not a certificate\n").unwrap();
+    let cert = format!("    client-certificate: {0}\n    client-key: {0}\n", junk.display());
+    let kc = dir.kubeconfig("cert-https", "https://127.0.0.1:1", &cert);
+    let k = kubectl(&["--kubeconfig", kc.to_str().unwrap(), "get", "lease", "-A"], &[]);
+    let ours = kubectl(&["dispatch", "--kubeconfig", kc.to_str().unwrap(), "lease"], &[]);
+    assert!(k.stderr.contains("PEM"), "kubectl read the certificate over https:\n{}", k.stderr);
+    ours.expect_one_error("identity PEM is missing a private key");
+    let exec = format!(
+        "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: {}\n      interactiveMode: Never\n      env:\n      - name: MARK\n        value: {}\n",
+        dir.0.join("exec-marks").display(),
+        mark.display()
+    );
+    let kc = dir.kubeconfig("exec-https", "https://127.0.0.1:1", &exec);
+    let ours = kubectl(&["dispatch", "--kubeconfig", kc.to_str().unwrap(), "lease"], &[]);
+    assert_ne!(ours.code, 0);
+    assert!(mark.exists(), "the exec plugin ran for an https server:\n{}", ours.stderr);
+}
