@@ -9,8 +9,9 @@ mod support;
 
 use std::path::PathBuf;
 
+use support::fixtures::Scenario;
 use support::hostile::{Hostile, Seen};
-use support::{Run, plugin_path, unique};
+use support::{Cluster, Run, plugin_path, unique};
 
 /// A folder for kubeconfigs and the exec plugin, removed at the end.
 struct Dir(PathBuf);
@@ -213,4 +214,98 @@ fn over_https_the_same_kubeconfig_shapes_do_send_their_credentials() {
     let ours = kubectl(&["dispatch", "--kubeconfig", kc.to_str().unwrap(), "lease"], &[]);
     assert_ne!(ours.code, 0);
     assert!(mark.exists(), "the exec plugin ran for an https server:\n{}", ours.stderr);
+}
+
+/// No panic, no abort (134): whatever the code, the plugin ended on its own terms.
+fn no_crash(run: &Run, what: &str) {
+    assert!(
+        run.code != 134 && run.code != 101 && !run.stderr.contains("panicked") && !run.stderr.contains("overflow"),
+        "{what} crashed ({}):\n{}",
+        run.code,
+        run.stderr
+    );
+}
+
+#[test]
+fn a_lease_renewed_at_the_end_of_year_9999_is_judged_not_a_crash() {
+    let c = Cluster::shared();
+    let s = Scenario::new("y9999");
+    c.apply(&s.healthy_yaml());
+    // The last instant a MicroTime can hold, stored by the real apiserver.
+    let far = format!(
+        "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: {}\n  namespace: {}\nspec:\n  holderIdentity: dispatch-admission-7d9f_1\n  leaseDurationSeconds: 15\n  acquireTime: \"9999-12-31T23:59:00.000000Z\"\n  renewTime: \"9999-12-31T23:59:59.999999Z\"\n  leaseTransitions: 2\n",
+        s.lease_name, s.lease_ns
+    );
+    c.apply(&far);
+    let stored =
+        c.kubectl_ok(&["get", "lease", "-n", &s.lease_ns, &s.lease_name, "-o", "jsonpath={.spec.renewTime}"], None);
+    assert_eq!(stored, "9999-12-31T23:59:59.999999Z");
+
+    // The adapter's rule passes a renewTime in the future (a negative age); what it says is
+    // clock skew. Every mode judges it and ends as it always does.
+    let lease = c.dispatch(&s.args("lease", &["-o", "wide"]));
+    no_crash(&lease, "lease");
+    lease.expect_code(0);
+    assert!(lease.stdout.contains("fresh"), "{}", lease.stdout);
+    let json = c.dispatch(&s.args("lease", &["-o", "json"]));
+    no_crash(&json, "lease -o json");
+    json.expect_code(0);
+    let doc = json.json();
+    // Past the last instant a jiff timestamp holds, read as that instant: the same judgement.
+    assert_eq!(doc["lease"]["renewTime"], "9999-12-30T22:00:00.999999Z", "{}", json.stdout);
+    assert_eq!(doc["lease"]["status"], "fresh");
+    let warning = doc["warnings"][0].as_str().unwrap_or_default();
+    assert!(warning.contains("in the future: the holder's clock is ahead"), "{}", json.stdout);
+
+    let gate = c.dispatch(&s.args("gate", &[]));
+    no_crash(&gate, "gate");
+    gate.expect_code(0);
+    assert!(
+        gate.stderr.contains("the Lease's renewTime is")
+            && gate.stderr.contains("in the future: the holder's clock is ahead"),
+        "gate warns of the skew:\n{}",
+        gate.stderr
+    );
+
+    // A plain watch ends at --timeout; waiting for stale reaches --timeout first (exit 5):
+    // the deadline lies past the last instant a timestamp holds, so it is never reached.
+    let watch = c.dispatch(&s.args("lease", &["--watch", "--timeout", "3s"]));
+    no_crash(&watch, "lease --watch");
+    watch.expect_code(0);
+    let until = c.dispatch(&s.args("lease", &["--watch", "--until", "stale", "--timeout", "3s"]));
+    no_crash(&until, "lease --watch --until stale");
+    until.expect_code(5);
+    let gate_watch = c.dispatch(&s.args("gate", &["--watch", "--timeout", "3s"]));
+    no_crash(&gate_watch, "gate --watch");
+    gate_watch.expect_code(0);
+}
+
+#[test]
+fn absurd_durations_are_usage_errors_beside_kubectls_refusal() {
+    let c = Cluster::shared();
+    // kubectl: "Invalid timeout value" (its exit 1); the plugin: a usage error (2), one line.
+    let k = c.kubectl(&["--request-timeout=10000000000000000000", "get", "ns"], None);
+    assert_eq!(k.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&k.stderr).contains("Invalid timeout value"));
+    for args in [
+        vec!["--request-timeout", "10000000000000000000", "lease"],
+        vec!["--request-timeout=3000000h", "gate"],
+        vec!["lease", "--watch", "--timeout", "99999999999999999999"],
+        vec!["gate", "--wait", "--timeout", "9223372037"],
+    ] {
+        let run = c.dispatch(&args);
+        no_crash(&run, &format!("{args:?}"));
+        run.expect_code(2);
+        let lines: Vec<&str> = run.stderr.lines().collect();
+        assert!(
+            lines.len() == 2
+                && lines[0].starts_with("error: invalid --")
+                && lines[0].contains("longer than 2562047h47m16s, the longest timeout kubectl takes")
+                && lines[1] == "See 'kubectl dispatch --help' for usage.",
+            "{args:?}:\n{}",
+            run.stderr
+        );
+    }
+    // The longest kubectl takes is taken.
+    c.dispatch(&["--request-timeout", "2562047h", "lease", "--lease", "dispatch-system/none"]).expect_code(3);
 }

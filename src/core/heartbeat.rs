@@ -115,10 +115,13 @@ impl Tracker {
     }
 
     /// When a fresh heartbeat goes stale: just past renewTime + 2 × duration (exactly at the
-    /// limit still passes).
+    /// limit still passes). `None` also when that is past the last instant a timestamp can
+    /// hold (a renewTime near year 9999): it never goes stale within time as we count it.
     pub fn deadline(&self, now: Timestamp) -> Option<Timestamp> {
         match self.assess(now)?.state {
-            LeaseState::Fresh { stale_in, .. } => Some(now + stale_in + SignedDuration::from_micros(1)),
+            LeaseState::Fresh { stale_in, .. } => {
+                now.checked_add(stale_in.saturating_add(SignedDuration::from_micros(1))).ok()
+            }
             _ => None,
         }
     }
