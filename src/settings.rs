@@ -37,6 +37,8 @@ pub enum Verb {
         output: Output,
         all_states: bool,
         all_namespaces: bool,
+        /// `--max-concurrency`: contexts judged at once.
+        max_concurrency: usize,
     },
     Gate {
         settings: GateSettings,
@@ -63,6 +65,13 @@ pub enum Verb {
         /// Print only the RBAC to add.
         rbac: bool,
     },
+}
+
+impl Verb {
+    /// A live mode (`--watch`, `--wait`): it runs until something ends it, a closed stdout too.
+    pub fn is_live(&self) -> bool {
+        matches!(self, Verb::Gate { live: Some(_), .. } | Verb::Lease { watch: Some(_), .. })
+    }
 }
 
 /// `gate --watch` or `gate --wait`.
@@ -166,6 +175,7 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
             output: (&args.output).into(),
             all_states: args.all_states,
             all_namespaces: scope.all_namespaces,
+            max_concurrency: usize::from(args.max_concurrency),
         },
         Command::Gate(args) => Verb::Gate {
             settings: gate_settings(&args.target)?,
