@@ -309,3 +309,73 @@ fn absurd_durations_are_usage_errors_beside_kubectls_refusal() {
     // The longest kubectl takes is taken.
     c.dispatch(&["--request-timeout", "2562047h", "lease", "--lease", "dispatch-system/none"]).expect_code(3);
 }
+
+/// Runs `kubectl dispatch ARGS` with its stdout a pipe whose reader is already gone, so every
+/// write fails as `| head -1` makes it fail once head has its line.
+fn with_closed_stdout(c: &Cluster, args: &[&str]) -> std::process::ExitStatus {
+    let mut full = vec!["dispatch"];
+    full.extend_from_slice(args);
+    let mut child = c
+        .command("kubectl", &full)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start kubectl dispatch");
+    drop(child.stdout.take());
+    child.wait().expect("wait")
+}
+
+#[test]
+fn a_closed_stdout_changes_no_exit_code_whatever_was_written() {
+    use std::os::unix::process::ExitStatusExt;
+    let c = Cluster::shared();
+    let s = Scenario::new("pipe");
+    c.apply(&s.healthy_yaml());
+    // The Lease stale (the verdict no, 3), and 40 Workloads waiting at dispatch's check: the
+    // JSON is far more than the 8 KiB written before the first write reaches the pipe.
+    c.apply(&support::fixtures::lease(&s.lease_ns, &s.lease_name, Some("ctl_1"), Some(600), Some(15)));
+    let workloads: String = (0..40)
+        .map(|i| {
+            support::fixtures::workload(
+                &s.ns,
+                &format!("w{i}"),
+                &s.lq,
+                Some(&s.cq),
+                &[(&s.check, "Pending", "waiting", 30)],
+            )
+        })
+        .collect();
+    c.apply(&workloads);
+    let mut large = s.args("gate", &["-A", "-o", "json"]);
+    let full = c.dispatch(&large);
+    full.expect_code(3);
+    assert!(full.stdout.len() > 16 * 1024, "the output is large: {} bytes", full.stdout.len());
+    let small = c.dispatch(&s.args("gate", &[]));
+    small.expect_code(3);
+    assert!(small.stdout.len() < 1024, "{}", small.stdout);
+    for (what, args) in [("large", &mut large), ("small", &mut s.args("gate", &[]))] {
+        let status = with_closed_stdout(c, args);
+        assert_eq!(status.code(), Some(3), "{what} output into a closed pipe: {status:?}");
+    }
+    // In a shell pipeline, as the README shows it.
+    let line = format!("set -o pipefail; kubectl dispatch {} | head -1 >/dev/null", large.join(" "));
+    let piped = c.command("bash", &["-c", &line]).output().unwrap();
+    assert_eq!(piped.status.code(), Some(3), "{}", String::from_utf8_lossy(&piped.stderr));
+
+    // kubectl beside it: Go dies of SIGPIPE on a closed stdout once it writes (a shell says
+    // 141), and exits 0 when its output fits in the pipe before the reader goes: its code
+    // depends on the size. The plugin's does not.
+    let mut kubectl = c
+        .command("kubectl", &["get", "workloads.kueue.x-k8s.io", "-A", "-o", "json"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(kubectl.stdout.take());
+    let status = kubectl.wait().unwrap();
+    assert_eq!(status.signal(), Some(13), "kubectl on a closed stdout: {status:?}");
+
+    // A live mode is told and ends, as Ctrl-C ends it (a watch: 0).
+    let status = with_closed_stdout(c, &s.args("gate", &["--watch", "-A"]));
+    assert_eq!(status.code(), Some(0), "gate --watch into a closed pipe: {status:?}");
+}
