@@ -379,3 +379,91 @@ fn a_closed_stdout_changes_no_exit_code_whatever_was_written() {
     let status = with_closed_stdout(c, &s.args("gate", &["--watch", "-A"]));
     assert_eq!(status.code(), Some(0), "gate --watch into a closed pipe: {status:?}");
 }
+
+/// `kubectl ARGS` (no kubeconfig), ended by force if it is still running after `limit`: a
+/// generous watchdog, so that a hang fails with its reason rather than holding the suite.
+fn within(args: &[&str], limit: std::time::Duration) -> Run {
+    let mut cmd = std::process::Command::new("kubectl");
+    cmd.args(args).env("PATH", plugin_path()).env("KUBECONFIG", "/dev/null").stdin(std::process::Stdio::null());
+    let path = std::env::temp_dir().join(unique("dispatch-hostile-run"));
+    let (out, err) = (path.with_extension("out"), path.with_extension("err"));
+    cmd.stdout(std::fs::File::create(&out).unwrap()).stderr(std::fs::File::create(&err).unwrap());
+    let mut child = cmd.spawn().expect("start kubectl");
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "kubectl {args:?} did not end within {limit:?}:\n{}",
+                std::fs::read_to_string(&err).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let run = Run {
+        code: status.code().unwrap_or(-1),
+        stdout: std::fs::read_to_string(&out).unwrap_or_default(),
+        stderr: std::fs::read_to_string(&err).unwrap_or_default(),
+    };
+    let _ = std::fs::remove_file(out);
+    let _ = std::fs::remove_file(err);
+    run
+}
+
+const WATCHDOG: std::time::Duration = std::time::Duration::from_secs(120);
+
+#[test]
+fn a_crafted_status_message_gives_one_error_line() {
+    let server = Hostile::start("status-escape");
+    let url = server.url();
+    for verb in ["lease", "gate"] {
+        let ours = within(&["dispatch", "-s", &url, verb], WATCHDOG);
+        ours.expect_one_error("500");
+        assert!(!ours.stderr.contains("forged second line"), "the message's second line was printed:\n{}", ours.stderr);
+        // The escape sequences themselves are the output boundary's to neutralize (its test
+        // feeds them through every verb); here: one line, exit 1.
+    }
+    let k = within(&["-s", &url, "get", "lease", "-n", "dispatch-system", "x"], WATCHDOG);
+    assert_eq!(k.code, 1, "kubectl:\n{}", k.stderr);
+}
+
+#[test]
+fn an_absurd_retry_after_is_not_waited_on() {
+    // 503 with Retry-After: 10000000000000000000 (more than Go's longest duration, which
+    // client-go cannot parse either): the answer is final, at once, with or without a timeout.
+    let server = Hostile::start("retry-after");
+    let url = server.url();
+    for flags in [vec![], vec!["--request-timeout", "5s"]] {
+        server.clear();
+        let mut args = vec!["dispatch", "-s", &url];
+        args.extend(flags.iter().copied());
+        args.push("lease");
+        let ours = within(&args, WATCHDOG);
+        ours.expect_one_error("the server is currently unable to handle the request (503)");
+        let asked = server.seen().iter().filter(|s| s.by_plugin()).count();
+        assert_eq!(asked, 1, "the plugin asked again after an absurd Retry-After ({flags:?})");
+    }
+    let k = within(&["-s", &url, "get", "lease", "-n", "dispatch-system", "x"], WATCHDOG);
+    assert_eq!(k.code, 1, "kubectl:\n{}", k.stderr);
+    assert!(k.stderr.contains("ServiceUnavailable"), "{}", k.stderr);
+}
+
+#[test]
+fn a_body_that_never_ends_or_drips_is_bounded_by_the_request_timeout() {
+    for mode in ["endless", "drip"] {
+        let server = Hostile::start(mode);
+        let url = server.url();
+        for verb in ["lease", "gate"] {
+            let ours = within(&["dispatch", "-s", &url, "--request-timeout", "3s", verb], WATCHDOG);
+            ours.expect_one_error(&format!("no answer from the API server at {url} within 3s"));
+        }
+        let k =
+            within(&["-s", &url, "--request-timeout", "3s", "get", "lease", "-n", "dispatch-system", "x"], WATCHDOG);
+        assert_eq!(k.code, 1, "kubectl, {mode}:\n{}", k.stderr);
+        assert!(k.stderr.contains("Client.Timeout") || k.stderr.contains("context deadline exceeded"), "{}", k.stderr);
+    }
+}

@@ -28,8 +28,8 @@ const usage = `usage:
       request too, as a client sends through an HTTP_PROXY; a CONNECT is answered 200 and
       the requests inside the tunnel are served the same way), gets the MODE's answer:
         headers        401 Unauthorized, a Status as kube-apiserver gives an anonymous user
-        status-escape  403 Forbidden, a Status whose message holds escape sequences (OSC
-                       title, clear screen, BEL) and a newline
+        status-escape  500, a Status whose message holds escape sequences (OSC title,
+                       clear screen, BEL) and a newline with a forged error line after it
         retry-after    503, Retry-After: 10000000000000000000 (20 digits) and a Status
         endless        200 application/json, a LeaseList whose body never ends (spaces, for ever)
         drip           200 application/json, a LeaseList one byte a second
@@ -217,7 +217,7 @@ var answers = map[string]func(http.ResponseWriter, *http.Request){
 		status(w, http.StatusUnauthorized, "Unauthorized", "Unauthorized")
 	},
 	"status-escape": func(w http.ResponseWriter, r *http.Request) {
-		status(w, http.StatusForbidden, "Forbidden", Escape)
+		status(w, http.StatusInternalServerError, "InternalError", Escape)
 	},
 	"retry-after": func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "10000000000000000000")
