@@ -132,6 +132,24 @@ mod tests {
         assert_eq!(wait(&answer(503, Some("99999999999999999999999"))), None);
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
+
+        /// Any Retry-After text on any status: a delay within Go's longest duration, or none.
+        #[test]
+        fn any_retry_after_is_a_bounded_delay_or_none(status in 100u16..600, value in "\\PC{0,24}", digits in "[0-9]{1,25}") {
+            for v in [&value, &digits] {
+                let Ok(mut r) = Response::builder().status(status).header(RETRY_AFTER, v.as_str()).body(()) else { continue };
+                if let Some(d) = wait(&r) {
+                    proptest::prop_assert!(d.as_secs() <= MAX_WAIT_SECONDS);
+                    proptest::prop_assert!(status == 429 || status >= 500);
+                }
+                *r.status_mut() = StatusCode::OK;
+                proptest::prop_assert_eq!(wait(&r), None);
+            }
+        }
+    }
+
     #[tokio::test(start_paused = true)]
     async fn never_past_the_request_timeout() {
         let mut policy = RetryAfter::within(Some(Duration::from_millis(2500)));

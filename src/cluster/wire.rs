@@ -2,7 +2,6 @@
 //! page of Workloads is parsed without building their pod templates. They read both API
 //! versions; unknown fields are skipped.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use std::collections::BTreeMap;
 
 use kube::core::object::{NotUsed, Object};
@@ -19,7 +18,8 @@ pub type WireAdmissionCheck = Object<AdmissionCheckSpec, AdmissionCheckStatus>;
 pub type WireLocalQueue = Object<LocalQueueSpec, NotUsed>;
 pub type WireWorkload = Object<WorkloadSpec, WorkloadStatus>;
 /// A Lease as the plugin reads it: k8s-openapi's fields, with times that may lie past the last
-/// instant jiff holds (`9999-12-30T22:00:00Z`), which the apiserver stores and serves.
+/// instant jiff holds (`9999-12-30T22:00:00Z`), which the apiserver stores and serves (the
+/// Kueue types' condition and check times are read the same way).
 pub type WireLease = Object<LeaseSpec, NotUsed>;
 
 /// Leases, for `Api::namespaced_with`.
@@ -118,7 +118,8 @@ struct WireCondition {
     status: String,
     reason: Option<String>,
     message: Option<String>,
-    last_transition_time: Option<Time>,
+    #[serde(deserialize_with = "lenient_time")]
+    last_transition_time: Option<Timestamp>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -155,7 +156,8 @@ struct WireCheckState {
     name: String,
     state: String,
     message: String,
-    last_transition_time: Option<Time>,
+    #[serde(deserialize_with = "lenient_time")]
+    last_transition_time: Option<Timestamp>,
     retry_count: Option<i32>,
     requeue_after_seconds: Option<i32>,
     pod_set_updates: Vec<WirePodSetUpdate>,
@@ -208,7 +210,7 @@ impl From<&WireCondition> for Condition {
             status: c.status.clone(),
             reason: c.reason.clone(),
             message: c.message.clone(),
-            last_transition: c.last_transition_time.as_ref().map(|t| t.0),
+            last_transition: c.last_transition_time,
         }
     }
 }
@@ -255,7 +257,7 @@ pub fn workload(o: &WireWorkload) -> Workload {
                 name: c.name.clone(),
                 state: c.state.clone(),
                 message: c.message.clone(),
-                last_transition: c.last_transition_time.as_ref().map(|t| t.0),
+                last_transition: c.last_transition_time,
             })
             .collect(),
     }
@@ -278,7 +280,7 @@ pub fn workload_facts(o: &WireWorkload) -> WorkloadFacts {
                 name: c.name.clone(),
                 state: c.state.clone(),
                 message: c.message.clone(),
-                last_transition: c.last_transition_time.as_ref().map(|t| t.0),
+                last_transition: c.last_transition_time,
                 retry_count: c.retry_count,
                 requeue_after_seconds: c.requeue_after_seconds,
                 pod_set_updates: c
