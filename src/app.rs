@@ -18,7 +18,7 @@ pub async fn run(inv: &Invocation, deps: &mut Deps<'_>) -> Result<Exit, Error> {
     let connect = || connect::connect(&inv.connection, manner, deps.log);
     match &inv.verb {
         // Each context connects on its own.
-        Verb::Fleet { contexts, settings, output, all_states, all_namespaces } => {
+        Verb::Fleet { contexts, settings, output, all_states, all_namespaces, max_concurrency } => {
             let opts = FleetOptions {
                 connection: &inv.connection,
                 contexts,
@@ -27,6 +27,7 @@ pub async fn run(inv: &Invocation, deps: &mut Deps<'_>) -> Result<Exit, Error> {
                 all_states: *all_states,
                 all_namespaces: *all_namespaces,
                 timeout: inv.timeout,
+                max_concurrency: *max_concurrency,
             };
             fleet::run(&opts, deps)
         }

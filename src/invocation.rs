@@ -71,6 +71,8 @@ pub enum Verb {
         output: Output,
         all_states: bool,
         all_namespaces: bool,
+        /// `--max-concurrency`: contexts judged at once.
+        max_concurrency: usize,
     },
     Gate {
         settings: GateSettings,
@@ -97,6 +99,13 @@ pub enum Verb {
         /// Print only the RBAC to add.
         rbac: bool,
     },
+}
+
+impl Verb {
+    /// A live mode (`--watch`, `--wait`): it runs until something ends it, a closed stdout too.
+    pub fn is_live(&self) -> bool {
+        matches!(self, Verb::Gate { live: Some(_), .. } | Verb::Lease { watch: Some(_), .. })
+    }
 }
 
 /// `gate --watch` or `gate --wait`.

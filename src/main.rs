@@ -33,7 +33,7 @@ fn run(invocation: &Invocation, verbosity: u8) -> Exit {
         Err(e) => return report(&Error::Output(e)),
     };
     let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
+    let mut out = ClosedPipe::new(io::BufWriter::new(stdout.lock()), !invocation.verb.is_live());
     let mut err = io::stderr();
     let log = Log::new(verbosity, Lines::new(Box::new(io::stderr())));
     let clock = SystemClock;
@@ -45,6 +45,53 @@ fn run(invocation: &Invocation, verbosity: u8) -> Exit {
         (Ok(exit), Ok(())) => exit,
         (Ok(exit), Err(e)) if e.kind() == io::ErrorKind::BrokenPipe => exit,
         (Ok(_), Err(e)) => report(&Error::Output(e)),
+    }
+}
+
+/// One rule for a closed stdout (`| head -1`): it changes no exit code. A one-shot command
+/// writes on into nothing once the reader is gone, so it ends with the code of what it judged,
+/// however much was written first; a live mode is told (the write fails) and ends as Ctrl-C
+/// ends it.
+struct ClosedPipe<W> {
+    inner: W,
+    /// Swallow writes after the pipe closed (one-shot), rather than fail them (live modes).
+    swallow: bool,
+    closed: bool,
+}
+
+impl<W: Write> ClosedPipe<W> {
+    fn new(inner: W, swallow: bool) -> Self {
+        ClosedPipe { inner, swallow, closed: false }
+    }
+
+    fn gone(&mut self, e: io::Error) -> io::Result<()> {
+        if e.kind() == io::ErrorKind::BrokenPipe && self.swallow {
+            self.closed = true;
+            return Ok(());
+        }
+        Err(e)
+    }
+}
+
+impl<W: Write> Write for ClosedPipe<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.closed {
+            return Ok(buf.len());
+        }
+        match self.inner.write(buf) {
+            Err(e) => self.gone(e).map(|()| buf.len()),
+            ok => ok,
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        match self.inner.flush() {
+            Err(e) => self.gone(e),
+            ok => ok,
+        }
     }
 }
 

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::fixtures::{self, Scenario};
+use support::shapes::Shapes;
 use support::{Cluster, Run, plugin_path};
 
 /// The admin entries of a cluster's kubeconfig, renamed to `name`.
@@ -88,8 +89,77 @@ fn all_contexts_judges_each_cluster_and_a_dead_one_delays_nobody() {
     assert_eq!(v["contexts"][1]["report"]["verdict"], "no");
     assert_eq!(v["contexts"][1]["report"]["waiting"][0]["name"], "stuck");
 
+    // A repeated context is judged once: one row, and no duplicate series.
     let (healthy, _) = run(&["--context", "a", "--context", "a"]);
     healthy.expect_code(0);
+    assert_eq!(healthy.lines().len(), 2, "one header, one row:\n{}", healthy.stdout);
+    let (prom, _) = run(&["--context", "a", "--context", "b", "--context", "a", "-o", "prometheus"]);
+    let series: Vec<&str> = prom.lines().into_iter().filter(|l| !l.starts_with('#')).collect();
+    let mut names: Vec<&str> = series.iter().map(|l| l.rsplit_once(' ').map_or(*l, |(k, _)| k)).collect();
+    let all = names.len();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), all, "duplicate series:\n{}", prom.stdout);
+    assert!(series.iter().any(|l| l.contains("context=\"b\"")), "{}", prom.stdout);
     std::fs::remove_dir_all(&dir).unwrap();
     b.stop();
+}
+
+#[test]
+fn max_concurrency_bounds_the_contexts_judged_at_once() {
+    // Ten contexts on one real cluster, each user an exec plugin that counts the plugins
+    // running at the same moment (under flock) while it sleeps a second, then hands out the
+    // admin certificate. No context's plugin starts before a free slot: the most seen at once
+    // never exceeds the limit (a bound, not a timing: a slow machine only sees fewer).
+    let c = Cluster::shared();
+    let shapes = Shapes::new(c);
+    let counter = shapes.dir.join("exec-count");
+    std::fs::write(
+        &counter,
+        "#!/usr/bin/env bash\nset -eu\nexec 9>>\"$COUNT.lock\"\nflock 9\nn=$(( $(cat \"$COUNT\" 2>/dev/null || echo 0) + 1 ))\necho $n >\"$COUNT\"\necho $n >>\"$SEEN\"\nflock -u 9\nsleep 1\nflock 9\necho $(( $(cat \"$COUNT\") - 1 )) >\"$COUNT\"\nflock -u 9\nexec \"$DIR/exec-cert\"\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&counter, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let s = Scenario::new("bounded");
+    c.apply(&s.healthy_yaml());
+    // Fresh for two hours: the runs take as long as the machine makes them.
+    c.apply(&fixtures::lease(&s.lease_ns, &s.lease_name, Some("dispatch-admission-7d9f_1"), Some(0), Some(3600)));
+    for (limit, flags) in [(2usize, vec!["--max-concurrency", "2"]), (8, vec![])] {
+        let seen = shapes.dir.join(format!("seen-{limit}"));
+        let count = shapes.dir.join(format!("count-{limit}"));
+        let exec = json!({
+            "apiVersion": "client.authentication.k8s.io/v1", "command": counter.to_str().unwrap(),
+            "interactiveMode": "Never",
+            "env": [
+                {"name": "DIR", "value": shapes.dir.to_str().unwrap()},
+                {"name": "API", "value": "client.authentication.k8s.io/v1"},
+                {"name": "COUNT", "value": count.to_str().unwrap()},
+                {"name": "SEEN", "value": seen.to_str().unwrap()},
+            ],
+        });
+        let names: Vec<String> = (0..10).map(|i| format!("c{i}")).collect();
+        let cluster = json!({"server": shapes.server, "certificate-authority": shapes.path("pki/ca.crt")});
+        let kubeconfig = json!({
+            "apiVersion": "v1", "kind": "Config", "current-context": "c0",
+            "clusters": names.iter().map(|n| json!({"name": n, "cluster": cluster})).collect::<Vec<_>>(),
+            "users": names.iter().map(|n| json!({"name": n, "user": {"exec": exec}})).collect::<Vec<_>>(),
+            "contexts": names.iter().map(|n| json!({"name": n, "context": {"cluster": n, "user": n}})).collect::<Vec<_>>(),
+        });
+        let path = shapes.dir.join(format!("fleet-{limit}.kubeconfig"));
+        std::fs::write(&path, kubeconfig.to_string()).unwrap();
+        let mut args = vec!["dispatch"];
+        args.extend(s.args("gate", &["--all-contexts"]));
+        args.extend(flags.iter().copied());
+        let run = Run::from(
+            Command::new("kubectl").args(&args).env("KUBECONFIG", &path).env("PATH", plugin_path()).output().unwrap(),
+        );
+        run.expect_code(0);
+        assert_eq!(run.lines().len(), 11, "a row per context:\n{}", run.stdout);
+        let counts: Vec<usize> =
+            std::fs::read_to_string(&seen).unwrap().lines().map(|l| l.trim().parse().unwrap()).collect();
+        assert_eq!(counts.len(), 10, "each context's plugin ran once: {counts:?}");
+        let most = counts.iter().copied().max().unwrap_or_default();
+        assert!(most <= limit, "{most} plugins ran at once, past --max-concurrency {limit}: {counts:?}");
+    }
 }

@@ -310,6 +310,10 @@ pub struct GateArgs {
     #[arg(long, conflicts_with_all = ["watch", "wait", "contexts"])]
     pub all_contexts: bool,
 
+    /// With several contexts, judge at most this many at once
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_concurrency: u16,
+
     /// Follow the gate: print the chain again when a verdict or its deciding check changes
     #[arg(short = 'w', long, conflicts_with = "wait")]
     pub watch: bool,

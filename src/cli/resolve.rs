@@ -92,6 +92,7 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
             output: (&args.output).into(),
             all_states: args.all_states,
             all_namespaces: scope.all_namespaces,
+            max_concurrency: usize::from(args.max_concurrency),
         },
         Command::Gate(args) => Verb::Gate {
             settings: gate_settings(&args.target)?,
@@ -195,36 +196,64 @@ fn read_config(path: &Path) -> Result<KueueConfig, Error> {
 fn wait_timeout(text: Option<&str>) -> Result<Option<Duration>, Error> {
     match text {
         None => Ok(None),
-        Some(t) => parse_timeout(t).map_err(|_| {
-            Error::Usage(format!("invalid --timeout {t:?}: use a whole number of seconds, or a duration such as 2m"))
+        Some(t) => duration_flag(t).map_err(|e| match e {
+            BadDuration::Invalid => Error::Usage(format!(
+                "invalid --timeout {t:?}: use a whole number of seconds, or a duration such as 2m"
+            )),
+            BadDuration::TooLong => Error::Usage(too_long("--timeout", t)),
         }),
     }
 }
 
+/// Go's longest `time.Duration`, 2562047h47m16.854775807s (about 292 years): kubectl refuses a
+/// longer `--request-timeout` ("Invalid timeout value"), and so do the plugin's duration flags
+/// (a usage error, exit 2), where the process would otherwise reach past the clock's range.
+pub const MAX_DURATION: Duration = Duration::new(9_223_372_036, 854_775_807);
+
+#[derive(Debug, PartialEq)]
+enum BadDuration {
+    Invalid,
+    TooLong,
+}
+
+fn too_long(flag: &str, text: &str) -> String {
+    format!("invalid {flag} {text:?}: longer than 2562047h47m16s, the longest timeout kubectl takes")
+}
+
 /// kubectl's `--request-timeout`: a bare integer is seconds, anything else a Go duration
-/// (`500ms`, `5s`, `1m30s`); zero means no bound.
+/// (`500ms`, `5s`, `1m30s`); zero means no bound; longer than [`MAX_DURATION`] is refused.
 pub fn parse_timeout(text: &str) -> Result<Option<Duration>, Error> {
-    let invalid = || {
-        Error::Usage(format!(
+    duration_flag(text).map_err(|e| match e {
+        BadDuration::Invalid => Error::Usage(format!(
             "invalid --request-timeout {text:?}: use a whole number of seconds, or a duration such as 5s or 1m30s"
-        ))
-    };
+        )),
+        BadDuration::TooLong => Error::Usage(too_long("--request-timeout", text)),
+    })
+}
+
+fn duration_flag(text: &str) -> Result<Option<Duration>, BadDuration> {
     let d = match text.parse::<u64>() {
         Ok(secs) => Duration::from_secs(secs),
-        Err(_) => parse_go_duration(text).ok_or_else(invalid)?,
+        // Digits alone that do not fit u64 are a number too long, not a malformed one.
+        Err(_) if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) => return Err(BadDuration::TooLong),
+        Err(_) => parse_go_duration(text)?,
     };
+    if d > MAX_DURATION {
+        return Err(BadDuration::TooLong);
+    }
     Ok((!d.is_zero()).then_some(d))
 }
 
-fn parse_go_duration(text: &str) -> Option<Duration> {
+fn parse_go_duration(text: &str) -> Result<Duration, BadDuration> {
+    use BadDuration::Invalid;
     if text.is_empty() {
-        return None;
+        return Err(Invalid);
     }
     let mut rest = text;
     let mut total = 0f64;
     while !rest.is_empty() {
-        let number_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
-        let number: f64 = rest[..number_end].parse().ok()?;
+        let number_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or(Invalid)?;
+        let number: f64 = rest[..number_end].parse().map_err(|_| Invalid)?;
         rest = &rest[number_end..];
         let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
         let scale = match &rest[..unit_end] {
@@ -234,12 +263,13 @@ fn parse_go_duration(text: &str) -> Option<Duration> {
             "s" => 1.0,
             "m" => 60.0,
             "h" => 3600.0,
-            _ => return None,
+            _ => return Err(Invalid),
         };
         total += number * scale;
         rest = &rest[unit_end..];
     }
-    Duration::try_from_secs_f64(total).ok()
+    // Finite and not negative, as the text has no sign: only too long can fail here.
+    Duration::try_from_secs_f64(total).map_err(|_| BadDuration::TooLong)
 }
 
 #[cfg(test)]
@@ -257,6 +287,19 @@ mod tests {
         for bad in ["", "5x", "s", "-1", "1m30"] {
             assert!(parse_timeout(bad).is_err(), "{bad}");
         }
+        // Go's longest time.Duration is the limit, as kubectl's
+        assert_eq!(parse_timeout("2562047h").unwrap(), Some(Duration::from_secs(2_562_047 * 3600)));
+        assert_eq!(parse_timeout("9223372036").unwrap(), Some(Duration::from_secs(9_223_372_036)));
+        for absurd in ["10000000000000000000", "99999999999999999999999", "9223372037", "3000000h", "1e400h"] {
+            let e = parse_timeout(absurd).unwrap_err().to_string();
+            let want = if absurd == "1e400h" {
+                "use a whole number"
+            } else {
+                "longer than 2562047h47m16s, the longest timeout kubectl takes"
+            };
+            assert!(e.contains(want), "{absurd}: {e}");
+        }
+        assert!(wait_timeout(Some("10000000000000000000")).unwrap_err().to_string().starts_with("invalid --timeout"));
     }
 
     fn resolve_words(words: &[&str]) -> Result<Invocation, String> {

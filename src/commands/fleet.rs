@@ -1,9 +1,13 @@
 //! `gate --context a --context b ...` and `gate --all-contexts`: the gate on several clusters
-//! at once. Each context is connected and judged concurrently, and each of its requests (and
-//! its exec credential plugin's run) is bounded by `--request-timeout` when set, else by
-//! [`REQUEST_BOUND`]: a dead cluster holds up no other beyond that, while a big one that
-//! answers page after page is judged however long its pages take together.
+//! at once. Each context is named once (a repeated `--context` is judged once, so `-o
+//! prometheus` has no duplicate series), and at most `--max-concurrency` are connected and
+//! judged at a time, each on a thread of its own: a kubeconfig of 300 contexts runs 8 threads,
+//! runtimes and exec credential plugins at once, not 300. Each of a context's requests (and its
+//! exec plugin's run) is bounded by `--request-timeout` when set, else by [`REQUEST_BOUND`]: a
+//! dead cluster holds up no other beyond that, while a big one that answers page after page is
+//! judged however long its pages take together.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use super::Deps;
@@ -30,6 +34,8 @@ pub struct FleetOptions<'a> {
     pub all_states: bool,
     pub all_namespaces: bool,
     pub timeout: Option<Duration>,
+    /// Contexts judged at once (at least 1).
+    pub max_concurrency: usize,
 }
 
 pub fn run(opts: &FleetOptions<'_>, deps: &mut Deps<'_>) -> Result<Exit, Error> {
@@ -37,24 +43,50 @@ pub fn run(opts: &FleetOptions<'_>, deps: &mut Deps<'_>) -> Result<Exit, Error> 
         Fleet::Named(names) => names.clone(),
         Fleet::All => crate::cluster::connecting::kubeconfig::context_names(opts.connection)?,
     };
+    let names = once_each(names);
     let (log, clock) = (deps.log, deps.clock);
-    // A thread and a current-thread runtime per context: the contexts' responses are decoded
-    // in parallel on every core, not interleaved on one.
-    let results: Vec<ContextResult> = std::thread::scope(|scope| {
-        let threads: Vec<_> =
-            names.iter().map(|name| scope.spawn(move || judge_on_own_thread(name, opts, log, clock))).collect();
-        names
-            .iter()
-            .zip(threads)
-            .map(|(name, thread)| ContextResult {
-                context: name.clone(),
-                outcome: thread.join().unwrap_or_else(|_| Err("the judging thread failed".into())),
+    // Workers, each a thread with a current-thread runtime per context it takes: the contexts'
+    // responses are decoded in parallel on every core, not interleaved on one.
+    let next = AtomicUsize::new(0);
+    let workers = opts.max_concurrency.clamp(1, names.len().max(1));
+    let mut outcomes: Vec<Option<Result<crate::report::GateRun, String>>> = names.iter().map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    while let Some(name) = names.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        done.push((name.clone(), judge_on_own_thread(name, opts, log, clock)));
+                    }
+                    done
+                })
             })
-            .collect()
+            .collect();
+        for thread in threads {
+            for (name, outcome) in thread.join().unwrap_or_default() {
+                if let Some(i) = names.iter().position(|n| *n == name) {
+                    outcomes[i] = Some(outcome);
+                }
+            }
+        }
     });
+    let results: Vec<ContextResult> = names
+        .iter()
+        .zip(outcomes)
+        .map(|(name, outcome)| ContextResult {
+            context: name.clone(),
+            outcome: outcome.unwrap_or_else(|| Err("the judging thread failed".into())),
+        })
+        .collect();
     fleet::notes(&results, opts.output, deps.err)?;
     fleet::render(&results, opts.output, deps.out)?;
     Ok(worst(&results))
+}
+
+/// The names in their first order, each once.
+fn once_each(names: Vec<String>) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    names.into_iter().filter(|n| seen.insert(n.clone())).collect()
 }
 
 fn judge_on_own_thread(
@@ -101,5 +133,17 @@ fn worst(results: &[ContextResult]) -> Exit {
         Exit::Failed
     } else {
         Exit::from(Verdict::worst(verdicts))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_repeated_context_is_judged_once_in_its_first_place() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(once_each(names(&["a", "b", "a", "c", "b"])), names(&["a", "b", "c"]));
+        assert_eq!(once_each(names(&["a", "a"])), names(&["a"]));
     }
 }

@@ -276,7 +276,7 @@ async fn follow(
     let mut workloads: Store<Vec<Waiting>> = Store::new();
     let mut local_queues: Store<LocalQueue> = Store::new();
     let mut lease: Option<LeaseUpdate> = None;
-    let give_up = live.timeout.map(|t| Instant::now() + t);
+    let give_up = live.timeout.and_then(|t| Instant::now().checked_add(t));
     let mut link = Link::new(STREAMS);
     let mut polling = false;
     let mut docs = 0;
@@ -287,9 +287,9 @@ async fn follow(
     loop {
         let stale_at = last.as_ref().and_then(|run| match &run.report.lease.state {
             LeaseState::Fresh { stale_in, .. } => {
-                let d = Duration::try_from(*stale_in).unwrap_or_default() + Duration::from_micros(1);
+                let d = Duration::try_from(*stale_in).unwrap_or_default().saturating_add(Duration::from_micros(1));
                 let elapsed = Duration::try_from(deps.clock.now().duration_since(run.now)).unwrap_or_default();
-                Some(Instant::now() + d.saturating_sub(elapsed))
+                Instant::now().checked_add(d.saturating_sub(elapsed))
             }
             _ => None,
         });

@@ -59,13 +59,13 @@ pub async fn follow(
     let mut view = View { columns: Columns::default(), output, live_line, line_shown: false, docs: 0 };
     let mut link = Link::new(1);
     let mut polling: Option<Duration> = None;
-    let give_up = opts.timeout.map(|t| Instant::now() + t);
+    let give_up = opts.timeout.and_then(|t| Instant::now().checked_add(t));
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
 
     let end = loop {
         let now = deps.clock.now();
-        let stale_at = tracker.deadline(now).map(|d| Instant::now() + until(now, d));
+        let stale_at = tracker.deadline(now).and_then(|d| Instant::now().checked_add(until(now, d)));
         let observation = tokio::select! {
             biased;
             _ = &mut shutdown => break Ok(Exit::Yes),

@@ -70,23 +70,56 @@ pub struct Change {
     pub assessment: LeaseAssessment,
 }
 
-/// Renewal gaps seen so far, for the summary.
+/// How many of the latest renewal gaps the median is taken over: a watch left open for weeks
+/// keeps this many, not one per renewal for ever.
+pub const GAP_WINDOW: usize = 256;
+
+/// Renewal gaps seen so far, for the summary and the cadence column: how many and the longest
+/// over the whole watch, the median over the latest [`GAP_WINDOW`]. Its memory is fixed.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Gaps(Vec<SignedDuration>);
+pub struct Gaps {
+    /// The latest gaps, oldest first, at most [`GAP_WINDOW`].
+    window: std::collections::VecDeque<SignedDuration>,
+    count: u64,
+    max: Option<SignedDuration>,
+}
 
 impl Gaps {
-    pub fn count(&self) -> usize {
-        self.0.len()
+    pub fn push(&mut self, gap: SignedDuration) {
+        if self.window.len() == GAP_WINDOW {
+            self.window.pop_front();
+        }
+        self.window.push_back(gap);
+        self.count = self.count.saturating_add(1);
+        self.max = Some(self.max.map_or(gap, |m| m.max(gap)));
     }
 
+    /// Every gap seen.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The median of the latest [`GAP_WINDOW`] gaps (the lower one of an even count), found in
+    /// a fixed-size copy.
     pub fn median(&self) -> Option<SignedDuration> {
-        let mut v = self.0.clone();
-        v.sort();
-        v.get(v.len().checked_sub(1)? / 2).copied()
+        let n = self.window.len();
+        let mut copy = [SignedDuration::ZERO; GAP_WINDOW];
+        for (slot, gap) in copy.iter_mut().zip(&self.window) {
+            *slot = *gap;
+        }
+        let v = &mut copy[..n];
+        let middle = n.checked_sub(1)? / 2;
+        Some(*v.select_nth_unstable(middle).1)
     }
 
+    /// The longest gap seen.
     pub fn max(&self) -> Option<SignedDuration> {
-        self.0.iter().max().copied()
+        self.max
+    }
+
+    /// The gaps kept (at most [`GAP_WINDOW`]).
+    pub fn kept(&self) -> usize {
+        self.window.len()
     }
 }
 
@@ -115,10 +148,13 @@ impl Tracker {
     }
 
     /// When a fresh heartbeat goes stale: just past renewTime + 2 × duration (exactly at the
-    /// limit still passes).
+    /// limit still passes). `None` also when that is past the last instant a timestamp can
+    /// hold (a renewTime near year 9999): it never goes stale within time as we count it.
     pub fn deadline(&self, now: Timestamp) -> Option<Timestamp> {
         match self.assess(now)?.state {
-            LeaseState::Fresh { stale_in, .. } => Some(now + stale_in + SignedDuration::from_micros(1)),
+            LeaseState::Fresh { stale_in, .. } => {
+                now.checked_add(stale_in.saturating_add(SignedDuration::from_micros(1))).ok()
+            }
             _ => None,
         }
     }
@@ -183,7 +219,7 @@ impl Tracker {
                 if new.renew_time != old.renew_time && new.renew_time.is_some() {
                     let gap = old.renew_time.zip(new.renew_time).map(|(a, b)| b.duration_since(a));
                     if let Some(g) = gap {
-                        self.gaps.0.push(g);
+                        self.gaps.push(g);
                     }
                     let half = new.duration_seconds.map(|d| SignedDuration::from_secs(i64::from(d)));
                     let slow = matches!((gap, half), (Some(g), Some(h)) if g > h);
@@ -295,5 +331,35 @@ mod tests {
         assert_eq!(t.gaps.count(), 4);
         assert_eq!(t.gaps.median(), Some(SignedDuration::from_secs(2)));
         assert_eq!(t.gaps.max(), Some(SignedDuration::from_secs(5)));
+    }
+
+    #[test]
+    fn the_gap_history_is_a_fixed_window() {
+        let mut gaps = Gaps::default();
+        assert_eq!((gaps.median(), gaps.max(), gaps.count()), (None, None, 0));
+        // A week of renewals every 2 s, one of 90 s early on.
+        let total = 7 * 24 * 3600 / 2;
+        for i in 0..total {
+            gaps.push(SignedDuration::from_secs(if i == 10 {
+                90
+            } else if i % 2 == 0 {
+                2
+            } else {
+                3
+            }));
+            assert!(gaps.kept() <= GAP_WINDOW);
+        }
+        assert_eq!(gaps.kept(), GAP_WINDOW);
+        assert_eq!(gaps.count(), total as u64);
+        assert_eq!(gaps.max(), Some(SignedDuration::from_secs(90)), "the longest over the whole watch");
+        assert_eq!(gaps.median(), Some(SignedDuration::from_secs(2)), "over the latest window: 128 of 2 s, 128 of 3 s");
+        gaps.push(SignedDuration::from_secs(3));
+        assert_eq!(gaps.median(), Some(SignedDuration::from_secs(3)));
+        // the lower median of an even count, as before
+        let mut few = Gaps::default();
+        for s in [5, 1, 4, 2] {
+            few.push(SignedDuration::from_secs(s));
+        }
+        assert_eq!(few.median(), Some(SignedDuration::from_secs(2)));
     }
 }

@@ -158,9 +158,9 @@ fn judge(facts: &LeaseFacts, now: Timestamp) -> LeaseState {
     let age = now.duration_since(renewed);
     let limit = SignedDuration::from_secs(2 * i64::from(duration));
     if age <= limit {
-        LeaseState::Fresh { age, limit, stale_in: limit - age }
+        LeaseState::Fresh { age, limit, stale_in: limit.saturating_sub(age) }
     } else {
-        LeaseState::Stale { age, limit, stale_for: age - limit }
+        LeaseState::Stale { age, limit, stale_for: age.saturating_sub(limit) }
     }
 }
 

@@ -10,6 +10,7 @@ pub mod kueue;
 pub mod lease;
 pub mod link;
 pub mod skew;
+pub mod time;
 pub mod verdict;
 pub mod waiting;
 pub mod workload;

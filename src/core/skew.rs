@@ -12,8 +12,8 @@ pub fn server_clock(server_date: Option<Timestamp>, now: Timestamp) -> Option<St
     let date = server_date?;
     let ahead = now.duration_since(date);
     let limit = SignedDuration::from_secs(2);
-    let skew = if ahead > limit + SignedDuration::from_secs(1) {
-        ahead - SignedDuration::from_secs(1)
+    let skew = if ahead > limit.saturating_add(SignedDuration::from_secs(1)) {
+        ahead.saturating_sub(SignedDuration::from_secs(1))
     } else if ahead < -limit {
         ahead
     } else {

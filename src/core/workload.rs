@@ -206,7 +206,9 @@ pub fn explain(settings: &GateSettings, input: &WorkloadInput, now: Timestamp) -
                 acs.and_then(|acs| acs.iter().find(|ac| ac.name == c.name)).and_then(|ac| ac.controller_name.clone());
             let since = c.last_transition.map(|t| now.duration_since(t));
             let requeue_in = match (c.last_transition, c.requeue_after_seconds) {
-                (Some(t), Some(after)) => Some(t.duration_since(now) + SignedDuration::from_secs(i64::from(after))),
+                (Some(t), Some(after)) => {
+                    Some(t.duration_since(now).saturating_add(SignedDuration::from_secs(i64::from(after))))
+                }
                 _ => None,
             };
             CheckView { detail: c.clone(), controller, dispatch: dispatch.contains(&c.name), since, requeue_in }

@@ -16,6 +16,9 @@
 # The metrics checker (`testcluster metricscheck`, Prometheus' own text parser and linter on
 # stdin) is one too, metricscheck/; tc_ensure_metricscheck_built builds it as
 # metricscheck-<hash of metricscheck/go.mod, go.sum and *.go> and exports TESTCLUSTER_METRICSCHECK.
+# The hostile server (`testcluster hostile`, plain HTTP answers no kube-apiserver gives, and a log
+# of the headers it received) is one too, hostile/, standard library only; tc_ensure_hostile_built
+# builds it as testhostile-<hash of hostile/go.mod, go.sum and *.go> and exports TESTCLUSTER_HOSTILE.
 set -euo pipefail
 
 tc_module_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
@@ -169,6 +172,26 @@ tc_ensure_metricscheck_built() {
 		if [[ ! -x $TESTCLUSTER_METRICSCHECK ]]; then
 			tc_build_in "$dir" "$TESTCLUSTER_METRICSCHECK" "metrics checker (prometheus/common expfmt, promlint)" .
 			tc_prune "$cache" metricscheck
+		fi
+		exec {lockfd}>&-
+	fi
+}
+
+# The hostile server alone, like the proxy: the standard library only, a lock of its own.
+tc_ensure_hostile_built() {
+	local cache hash lockfd dir=$tc_module_dir/hostile
+	tc_find_go
+	cache=$(tc_cache_dir)
+	hash=$(cd "$dir" && cat go.mod go.sum ./*.go | sha256sum | cut -c 1-12)
+	TESTCLUSTER_HOSTILE=$cache/testhostile-$hash
+	export TESTCLUSTER_GO TESTCLUSTER_HOSTILE
+	if [[ ! -x $TESTCLUSTER_HOSTILE ]]; then
+		mkdir -p "$cache"
+		exec {lockfd}>"$cache/.build-hostile.lock"
+		flock "$lockfd"
+		if [[ ! -x $TESTCLUSTER_HOSTILE ]]; then
+			tc_build_in "$dir" "$TESTCLUSTER_HOSTILE" "hostile test server (standard library)" .
+			tc_prune "$cache" testhostile
 		fi
 		exec {lockfd}>&-
 	fi

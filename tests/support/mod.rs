@@ -10,6 +10,7 @@ pub mod controller;
 pub mod elector;
 pub mod fixtures;
 pub mod forward;
+pub mod hostile;
 pub mod kueue;
 pub mod pods;
 pub mod proxy;

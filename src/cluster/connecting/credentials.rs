@@ -91,7 +91,8 @@ pub fn due(expires: Option<Timestamp>, obtained: Timestamp, now: Timestamp) -> b
     let Some(expires) = expires else { return false };
     let life = expires.duration_since(obtained);
     let margin = (life / 5).clamp(SignedDuration::ZERO, SignedDuration::from_secs(60));
-    now >= expires - margin
+    // An expiry so early that the margin cannot be taken from it is due already.
+    expires.checked_sub(margin).map_or(true, |refresh_at| now >= refresh_at)
 }
 
 impl ExecState {

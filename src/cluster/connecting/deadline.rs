@@ -54,10 +54,10 @@ where
         let bound = self.bound;
         let response = self.inner.call(req);
         Box::pin(async move {
-            let Some(bound) = bound else {
+            // A bound past the clock's last instant bounds nothing (settings refuse one anyway).
+            let Some((bound, until)) = bound.and_then(|b| Some((b, Instant::now().checked_add(b)?))) else {
                 return response.await.map(|r| r.map(|body| Deadline { inner: body, timer: None }));
             };
-            let until = Instant::now() + bound;
             let response = tokio::time::timeout_at(until, response).await.map_err(|_| RequestTimedOut(bound))??;
             let timer = (!watch).then(|| (Box::pin(tokio::time::sleep_until(until)), bound));
             Ok(response.map(|body| Deadline { inner: body, timer }))

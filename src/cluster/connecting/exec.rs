@@ -275,7 +275,8 @@ pub fn parse(stdout: &[u8], api_version: &str) -> Result<Credential, String> {
         return Err("it returned neither a token nor a client certificate and key".into());
     }
     let expires = nonempty(status.expiration_timestamp)
-        .map(|t| t.parse::<Timestamp>().map_err(|e| format!("expirationTimestamp {t:?}: {e}")))
+        // As a Lease's times: one in the last day of year 9999 reads as the last instant.
+        .map(|t| crate::core::time::parse_time(&t).map_err(|e| format!("expirationTimestamp: {e}")))
         .transpose()?;
     Ok(Credential { token, identity, expires })
 }

@@ -95,6 +95,9 @@ pub fn choose(args: &ConnectionSettings) -> Result<Option<Chosen>, Error> {
     lay_over_user(&mut user, args);
     cluster.server = cluster.server.map(with_scheme);
     validate(&cluster, &user, &user_name)?;
+    if !is_tls(cluster.server.as_deref()) {
+        drop_credentials(&mut user);
+    }
     Ok(Some(Chosen {
         context: context_name,
         user_name,
@@ -154,6 +157,31 @@ fn with_scheme(server: String) -> String {
     if server.contains("://") || server.is_empty() { server } else { format!("http://{server}") }
 }
 
+/// Whether client-go's `IsConfigTransportTLS` holds for this server: its URL is https. It is
+/// judged on the server alone (client-go asks before it reads the CA or client certificate, so
+/// a scheme-less `host:port` is http even with them), and a server that is not a URL is not.
+fn is_tls(server: Option<&str>) -> bool {
+    server.and_then(|s| s.split_once("://")).is_some_and(|(scheme, _)| scheme.eq_ignore_ascii_case("https"))
+}
+
+/// What client-go leaves out of the connection to a server that is not TLS ("only try to read
+/// the auth information if we are secure", `clientcmd`'s `DirectClientConfig.ClientConfig`):
+/// every credential (token, token file, user name and password, client certificate and key,
+/// auth-provider, exec plugin, which is then never run), so none crosses the network, or an
+/// `HTTP_PROXY`, in the clear. Impersonation is read before that check and stays, as in client-go.
+fn drop_credentials(user: &mut AuthInfo) {
+    user.token = None;
+    user.token_file = None;
+    user.username = None;
+    user.password = None;
+    user.client_certificate = None;
+    user.client_certificate_data = None;
+    user.client_key = None;
+    user.client_key_data = None;
+    user.auth_provider = None;
+    user.exec = None;
+}
+
 /// What `clientcmd` refuses before connecting.
 fn validate(cluster: &Cluster, user: &AuthInfo, user_name: &str) -> Result<(), Error> {
     let has_ca = cluster.certificate_authority.as_deref().is_some_and(|s| !s.is_empty())
@@ -174,6 +202,17 @@ fn validate(cluster: &Cluster, user: &AuthInfo, user_name: &str) -> Result<(), E
         return Err(Error::Kubeconfig(format!(
             "client-key-data and client-key are both specified for {user_name}; client-key-data will override"
         )));
+    }
+    // kubectl opens the certificate and key files before it looks at the server (so over http
+    // too, where it then does not use them).
+    for (what, path) in [("client-cert", &user.client_certificate), ("client-key", &user.client_key)] {
+        if let Some(path) = path.as_deref().filter(|p| !p.is_empty())
+            && let Err(e) = std::fs::File::open(path)
+        {
+            return Err(Error::Kubeconfig(format!(
+                "unable to read {what} {path} for {user_name} due to open {path}: {e}"
+            )));
+        }
     }
     let impersonates_more =
         user.impersonate_uid.is_some() || user.impersonate_groups.as_ref().is_some_and(|g| !g.is_empty());
@@ -320,6 +359,43 @@ mod tests {
         assert!(uses_exec(&cert_only), "a certificate without a key is not cert auth");
         assert!(!uses_exec(&AuthInfo { client_key: Some("k".into()), ..cert_only }));
         assert!(!uses_exec(&AuthInfo { exec, username: Some("u".into()), ..AuthInfo::default() }));
+    }
+
+    #[test]
+    fn credentials_go_only_to_an_https_server() {
+        let path = std::env::temp_dir().join(format!("dispatch-unit-{}-tls.kubeconfig", std::process::id()));
+        let user = "    token: kubeconfig-token\n    username: u\n    password: p\n    client-certificate: /dev/null\n    client-key: /dev/null\n    auth-provider:\n      name: oidc\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: never-run\n    as: someone\n";
+        for (server, flag_token, sent) in [
+            ("http://h:8080", None, false),
+            ("h:8080", None, false),
+            ("HTTP://h", Some("flag-token"), false),
+            ("https://h", None, true),
+            ("HTTPS://h", Some("flag-token"), true),
+        ] {
+            let text = format!(
+                "apiVersion: v1\nkind: Config\ncurrent-context: x\ncontexts:\n- name: x\n  context: {{cluster: x, user: x}}\nclusters:\n- name: x\n  cluster:\n    server: {server}\nusers:\n- name: x\n  user:\n{user}"
+            );
+            std::fs::write(&path, text).unwrap();
+            let args = ConnectionSettings {
+                kubeconfig: Some(path.clone()),
+                token: flag_token.map(|t| crate::invocation::Secret(t.to_string())),
+                ..args()
+            };
+            let chosen = choose(&args).unwrap().unwrap();
+            let u = &chosen.user;
+            let has = [
+                u.token.is_some(),
+                u.username.is_some(),
+                u.password.is_some(),
+                u.client_certificate.is_some(),
+                u.client_key.is_some(),
+                u.auth_provider.is_some(),
+                u.exec.is_some(),
+            ];
+            assert_eq!(has, [sent; 7], "{server}");
+            assert_eq!(u.impersonate.as_deref(), Some("someone"), "impersonation stays, as in client-go: {server}");
+        }
+        let _ = std::fs::remove_file(&path);
     }
 
     #[test]

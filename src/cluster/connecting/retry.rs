@@ -21,6 +21,10 @@ use tower::retry::Policy;
 /// client-go's `maxRetries` for a request.
 const MAX_RETRIES: u32 = 10;
 
+/// The whole seconds of Go's longest `time.Duration` (about 292 years): a longer
+/// `Retry-After` is answered at once, as final.
+const MAX_WAIT_SECONDS: u64 = 9_223_372_036;
+
 #[derive(Clone, Debug)]
 pub struct RetryAfter {
     left: u32,
@@ -43,7 +47,8 @@ fn wait<B>(response: &Response<B>) -> Option<Duration> {
         return None;
     }
     let seconds: u64 = response.headers().get(RETRY_AFTER)?.to_str().ok()?.trim().parse().ok()?;
-    Some(Duration::from_secs(seconds))
+    // client-go holds the wait in a Go `time.Duration`; a longer one is no delay it can wait.
+    (seconds <= MAX_WAIT_SECONDS).then(|| Duration::from_secs(seconds))
 }
 
 impl<Res> Policy<Request<Body>, Response<Res>, BoxError> for RetryAfter {
@@ -58,8 +63,9 @@ impl<Res> Policy<Request<Body>, Response<Res>, BoxError> for RetryAfter {
         if self.left == 0 {
             return None;
         }
+        // A wait that would end past the timeout (or past the end of time) is not waited.
         if let (Some(timeout), Some(started)) = (self.timeout, self.started)
-            && started.elapsed() + delay >= timeout
+            && started.elapsed().checked_add(delay).is_none_or(|end| end >= timeout)
         {
             return None;
         }
@@ -119,12 +125,50 @@ mod tests {
         assert_eq!(wait(&answer(404, Some("1"))), None);
         assert_eq!(wait(&answer(200, Some("1"))), None);
         assert_eq!(wait(&answer(429, Some("Wed, 21 Oct 2026 07:28:00 GMT"))), None, "client-go reads seconds only");
+        // Go's longest time.Duration is the longest wait; beyond, the answer is final
+        assert_eq!(wait(&answer(503, Some("9223372036"))), Some(Duration::from_secs(9_223_372_036)));
+        assert_eq!(wait(&answer(503, Some("9223372037"))), None);
+        assert_eq!(wait(&answer(503, Some("10000000000000000000"))), None);
+        assert_eq!(wait(&answer(503, Some("99999999999999999999999"))), None);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
+
+        /// Any Retry-After text on any status: a delay within Go's longest duration, or none.
+        #[test]
+        fn any_retry_after_is_a_bounded_delay_or_none(status in 100u16..600, value in "\\PC{0,24}", digits in "[0-9]{1,25}") {
+            for v in [&value, &digits] {
+                let Ok(mut r) = Response::builder().status(status).header(RETRY_AFTER, v.as_str()).body(()) else { continue };
+                if let Some(d) = wait(&r) {
+                    proptest::prop_assert!(d.as_secs() <= MAX_WAIT_SECONDS);
+                    proptest::prop_assert!(status == 429 || status >= 500);
+                }
+                *r.status_mut() = StatusCode::OK;
+                proptest::prop_assert_eq!(wait(&r), None);
+            }
+        }
     }
 
     #[tokio::test(start_paused = true)]
     async fn never_past_the_request_timeout() {
         let mut policy = RetryAfter::within(Some(Duration::from_millis(2500)));
         assert_eq!(retries_of_429s(&mut policy).await, 2, "after 1 s and 2 s; a third would end at 3 s, past 2.5 s");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_wait_past_the_end_of_time_is_not_waited() {
+        // A second after the first attempt, the longest wait there is: elapsed + delay would
+        // overflow, and is past any timeout.
+        let mut policy = RetryAfter::within(Some(Duration::from_secs(30)));
+        let mut req = Request::get("/api").body(Body::empty()).unwrap();
+        assert!(Policy::<_, Response<()>, BoxError>::clone_request(&mut policy, &req).is_some());
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let mut result: Result<Response<()>, BoxError> = Ok(answer(503, Some("9223372036")));
+        assert!(policy.retry(&mut req, &mut result).is_none());
+        let max = RetryAfter { left: 1, timeout: Some(Duration::MAX), started: policy.started };
+        let mut result: Result<Response<()>, BoxError> = Ok(answer(503, Some("9223372036")));
+        assert!(max.clone().retry(&mut req, &mut result).is_some(), "within a timeout that long, it is waited");
     }
 
     #[tokio::test(start_paused = true)]

@@ -4,7 +4,6 @@
 
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroup;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ListParams, ObjectList};
@@ -199,7 +198,8 @@ where
 
 /// GETs the Lease.
 pub async fn lease(conn: &Connection, lease: &LeaseRef, log: &Log) -> Result<Fetched<LeaseFacts>, Error> {
-    let api: Api<Lease> = Api::namespaced(conn.client.clone(), &lease.namespace);
+    let api: Api<wire::WireLease> =
+        Api::namespaced_with(conn.client.clone(), &lease.namespace, &wire::lease_resource());
     match get_logged(&api, &lease.name, log).await {
         Ok(l) => Ok(Fetched::Found(LeaseFacts::from(&l))),
         Err(e) => match classify(e, conn, &format!("Lease {lease}")) {

@@ -2,19 +2,64 @@
 //! page of Workloads is parsed without building their pod templates. They read both API
 //! versions; unknown fields are skipped.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use std::collections::BTreeMap;
 
 use kube::core::object::{NotUsed, Object};
 use serde::Deserialize;
 
+use k8s_openapi::jiff::Timestamp;
+
 use crate::core::kueue::{AdmissionCheck, CheckRule, CheckState, ClusterQueue, Condition, LocalQueue, Workload};
+use crate::core::lease::LeaseFacts;
 use crate::core::workload::{CheckDetail, PodSetUpdate, WorkloadFacts};
 
 pub type WireClusterQueue = Object<ClusterQueueSpec, ClusterQueueStatus>;
 pub type WireAdmissionCheck = Object<AdmissionCheckSpec, AdmissionCheckStatus>;
 pub type WireLocalQueue = Object<LocalQueueSpec, NotUsed>;
 pub type WireWorkload = Object<WorkloadSpec, WorkloadStatus>;
+/// A Lease as the plugin reads it: k8s-openapi's fields, with times that may lie past the last
+/// instant jiff holds (`9999-12-30T22:00:00Z`), which the apiserver stores and serves (the
+/// Kueue types' condition and check times are read the same way).
+pub type WireLease = Object<LeaseSpec, NotUsed>;
+
+/// Leases, for `Api::namespaced_with`.
+pub fn lease_resource() -> kube::core::ApiResource {
+    kube::core::ApiResource::erase::<k8s_openapi::api::coordination::v1::Lease>(&())
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct LeaseSpec {
+    holder_identity: Option<String>,
+    lease_duration_seconds: Option<i32>,
+    #[serde(deserialize_with = "lenient_time")]
+    acquire_time: Option<Timestamp>,
+    #[serde(deserialize_with = "lenient_time")]
+    renew_time: Option<Timestamp>,
+    lease_transitions: Option<i32>,
+}
+
+impl From<&WireLease> for LeaseFacts {
+    fn from(lease: &WireLease) -> Self {
+        let spec = &lease.spec;
+        LeaseFacts {
+            holder: spec.holder_identity.clone(),
+            renew_time: spec.renew_time,
+            acquire_time: spec.acquire_time,
+            duration_seconds: spec.lease_duration_seconds,
+            transitions: spec.lease_transitions,
+        }
+    }
+}
+
+pub use crate::core::time::parse_time;
+
+fn lenient_time<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Timestamp>, D::Error> {
+    match Option::<String>::deserialize(d)? {
+        None => Ok(None),
+        Some(text) => parse_time(&text).map(Some).map_err(serde::de::Error::custom),
+    }
+}
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
@@ -63,7 +108,8 @@ struct WireCondition {
     status: String,
     reason: Option<String>,
     message: Option<String>,
-    last_transition_time: Option<Time>,
+    #[serde(deserialize_with = "lenient_time")]
+    last_transition_time: Option<Timestamp>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -100,7 +146,8 @@ struct WireCheckState {
     name: String,
     state: String,
     message: String,
-    last_transition_time: Option<Time>,
+    #[serde(deserialize_with = "lenient_time")]
+    last_transition_time: Option<Timestamp>,
     retry_count: Option<i32>,
     requeue_after_seconds: Option<i32>,
     pod_set_updates: Vec<WirePodSetUpdate>,
@@ -153,7 +200,7 @@ impl From<&WireCondition> for Condition {
             status: c.status.clone(),
             reason: c.reason.clone(),
             message: c.message.clone(),
-            last_transition: c.last_transition_time.as_ref().map(|t| t.0),
+            last_transition: c.last_transition_time,
         }
     }
 }
@@ -200,7 +247,7 @@ pub fn workload(o: &WireWorkload) -> Workload {
                 name: c.name.clone(),
                 state: c.state.clone(),
                 message: c.message.clone(),
-                last_transition: c.last_transition_time.as_ref().map(|t| t.0),
+                last_transition: c.last_transition_time,
             })
             .collect(),
     }
@@ -223,7 +270,7 @@ pub fn workload_facts(o: &WireWorkload) -> WorkloadFacts {
                 name: c.name.clone(),
                 state: c.state.clone(),
                 message: c.message.clone(),
-                last_transition: c.last_transition_time.as_ref().map(|t| t.0),
+                last_transition: c.last_transition_time,
                 retry_count: c.retry_count,
                 requeue_after_seconds: c.requeue_after_seconds,
                 pod_set_updates: c
@@ -239,5 +286,29 @@ pub fn workload_facts(o: &WireWorkload) -> WorkloadFacts {
                     .collect(),
             })
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lease_in_the_last_day_of_year_9999_is_read_as_the_last_instant() {
+        let page = r#"{"metadata":{"name":"l","namespace":"n"},"spec":{"holderIdentity":"h","leaseDurationSeconds":15,
+            "renewTime":"9999-12-31T23:59:59.999999Z","acquireTime":"2026-11-30T12:00:00.000000Z","leaseTransitions":2}}"#;
+        let lease: WireLease = serde_json::from_str(page).unwrap();
+        let facts = LeaseFacts::from(&lease);
+        assert_eq!(facts.renew_time, Some(Timestamp::MAX));
+        assert_eq!(facts.acquire_time, Some("2026-11-30T12:00:00Z".parse().unwrap()));
+        assert_eq!(
+            (facts.holder.as_deref(), facts.duration_seconds, facts.transitions),
+            (Some("h"), Some(15), Some(2))
+        );
+        // what is not a time stays an error
+        assert!(parse_time("9999-13-01T00:00:00Z").is_err());
+        assert!(parse_time("yesterday").is_err());
+        let empty: WireLease = serde_json::from_str(r#"{"metadata":{},"spec":{}}"#).unwrap();
+        assert_eq!(LeaseFacts::from(&empty), LeaseFacts::default());
     }
 }

@@ -12,12 +12,12 @@ use std::time::Duration;
 
 use futures::channel::mpsc::{UnboundedSender, unbounded};
 use futures::{Stream, StreamExt};
-use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, ListParams, WatchEvent, WatchParams};
 use kube::core::Status;
 
 use crate::cluster::connecting::connect::Connection;
 use crate::cluster::connecting::server_clock::ServerClock;
+use crate::cluster::reading::wire::{self, WireLease};
 use crate::core::lease::{LeaseFacts, LeaseRef};
 use crate::core::link::{LinkEvent, OnStatus, Refusal, on_status};
 
@@ -444,14 +444,14 @@ pub fn poll_cadence(duration_seconds: Option<i32>) -> Duration {
     }
 }
 
-fn lease_cadence(l: Option<&Lease>) -> Duration {
-    poll_cadence(l.and_then(|l| l.spec.as_ref()?.lease_duration_seconds))
+fn lease_cadence(l: Option<&WireLease>) -> Duration {
+    poll_cadence(l.and_then(|l| LeaseFacts::from(l).duration_seconds))
 }
 
 /// Follows one Lease by name: a list and watch with `fieldSelector=metadata.name=...` (which
 /// a Role naming the Lease by `resourceNames` allows), or, when only get is allowed, polling.
 pub fn lease(conn: &Connection, lease: &LeaseRef) -> impl Stream<Item = LeaseUpdate> + Send + 'static {
-    let api: Api<Lease> = Api::namespaced(conn.client.clone(), &lease.namespace);
+    let api: Api<WireLease> = Api::namespaced_with(conn.client.clone(), &lease.namespace, &wire::lease_resource());
     let fields = format!("metadata.name={}", lease.name);
     let watch_rule =
         format!("list and watch leases.coordination.k8s.io {:?} in namespace {}", lease.name, lease.namespace);
@@ -460,7 +460,7 @@ pub fn lease(conn: &Connection, lease: &LeaseRef) -> impl Stream<Item = LeaseUpd
     let poll = WhenForbidden::Poll { name: lease.name.clone(), cadence: lease_cadence };
     let who =
         Followed { server: conn.server.clone(), rule: forbidden_rule.clone(), server_clock: conn.server_clock.clone() };
-    let mut pending: Option<Lease> = None;
+    let mut pending: Option<WireLease> = None;
     follow(api, Some(fields), poll, who).filter_map(move |signal| {
         let update = match signal {
             Signal::Seen(Seen::List) => {

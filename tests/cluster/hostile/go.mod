@@ -1,0 +1,3 @@
+module kubectl-dispatch/tests/cluster/hostile
+
+go 1.26.0

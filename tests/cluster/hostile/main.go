@@ -1,0 +1,265 @@
+// Command testhostile is the hostile server of kubectl-dispatch's tests: plain HTTP on
+// loopback, giving the answers no real kube-apiserver gives, and logging the headers of every
+// request it receives (so a test can see which credentials a client sent). Run it as
+// `tests/cluster/testcluster hostile --mode MODE --log FILE`, which builds it. It is its own
+// Go module, with the standard library only.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+const usage = `usage:
+  testcluster hostile --mode MODE --log FILE [--listen 127.0.0.1:0]
+      serve plain HTTP on loopback; every request, whatever its path (an absolute-form
+      request too, as a client sends through an HTTP_PROXY; a CONNECT is answered 200 and
+      the requests inside the tunnel are served the same way), gets the MODE's answer:
+        headers        401 Unauthorized, a Status as kube-apiserver gives an anonymous user
+        status-escape  500, a Status whose message holds escape sequences (OSC title,
+                       clear screen, BEL) and a newline with a forged error line after it
+        retry-after    503, Retry-After: 10000000000000000000 (20 digits) and a Status
+        endless        200 application/json, a LeaseList whose body never ends (spaces, for ever)
+        drip           200 application/json, a LeaseList one byte a second
+      Appends one JSON line per request to FILE: {"method","uri","host","headers"} (header
+      names in canonical form, values as received). Prints one line "listening on
+      127.0.0.1:PORT" once ready. Serves until SIGTERM/SIGINT or until its standard input is
+      closed; exits 0. Listens on 127.0.0.1 only and dials nothing.
+`
+
+// Escape is the hostile text in status-escape's message: an OSC window title, a clear screen,
+// a BEL, and a newline followed by a forged line.
+const Escape = "\x1b]0;pwned\x07\x1b[2J\x07forbidden by policy\nerror: forged second line"
+
+func main() { os.Exit(realMain(os.Args[1:])) }
+
+func realMain(args []string) int {
+	fs := flag.NewFlagSet("testcluster hostile", flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(os.Stderr, usage) }
+	mode := fs.String("mode", "", "the answer to give")
+	logPath := fs.String("log", "", "file to append one line per request to")
+	listen := fs.String("listen", "127.0.0.1:0", "address to listen on (127.0.0.1 only)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	bad := func(format string, a ...any) int {
+		fmt.Fprintf(os.Stderr, "testcluster hostile: "+format+"\n%s", append(a, usage)...)
+		return 2
+	}
+	answer, ok := answers[*mode]
+	switch {
+	case fs.NArg() > 0:
+		return bad("unexpected arguments %q", fs.Args())
+	case !ok:
+		return bad("unknown --mode %q", *mode)
+	case *logPath == "":
+		return bad("--log is required")
+	}
+	if host, _, err := net.SplitHostPort(*listen); err != nil || host != "127.0.0.1" {
+		return bad("--listen must be 127.0.0.1:PORT, not %q", *listen)
+	}
+	f, err := os.OpenFile(*logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer f.Close()
+	l, err := net.Listen("tcp4", *listen)
+	if err != nil {
+		return fail("%v", err)
+	}
+	rec := &recorder{log: f}
+	var srv *http.Server
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec.record(r)
+		if r.Method == http.MethodConnect {
+			tunnel(srv, w)
+			return
+		}
+		answer(w, r)
+	})
+	srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(os.Stderr, "testcluster hostile: ", 0)}
+
+	done := make(chan string, 3)
+	sigc := make(chan os.Signal, 1)
+	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM)
+	go func() { done <- (<-sigc).String() }()
+	go func() {
+		// A test that dies closes our stdin (a pipe it holds): we go with it.
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		done <- "standard input closed"
+	}()
+	go func() { done <- "serve: " + srv.Serve(l).Error() }()
+	fmt.Printf("listening on %s\n", l.Addr())
+	_ = os.Stdout.Sync()
+	why := <-done
+	_ = srv.Close()
+	if strings.HasPrefix(why, "serve: ") {
+		return fail("%s", why)
+	}
+	return 0
+}
+
+// tunnel answers a CONNECT as a forward proxy would, then serves the requests sent through
+// the tunnel itself (logged and answered like any other): so a client that reaches an http
+// server through an HTTP_PROXY by CONNECT shows what it sends inside the tunnel too.
+func tunnel(srv *http.Server, w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		http.Error(w, "cannot hijack", http.StatusInternalServerError)
+		return
+	}
+	conn, buf, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		_ = conn.Close()
+		return
+	}
+	inner := &http.Server{Handler: srv.Handler, ReadHeaderTimeout: srv.ReadHeaderTimeout, ErrorLog: srv.ErrorLog}
+	_ = inner.Serve(&oneConn{conn: &bufferedConn{Conn: conn, r: buf.Reader}, done: make(chan struct{})})
+}
+
+// oneConn is a listener that hands out one connection, then blocks until it is closed.
+type oneConn struct {
+	once sync.Once
+	conn net.Conn
+	done chan struct{}
+}
+
+func (l *oneConn) Accept() (net.Conn, error) {
+	var c net.Conn
+	l.once.Do(func() { c = &closeNotify{Conn: l.conn, done: l.done} })
+	if c != nil {
+		return c, nil
+	}
+	<-l.done
+	return nil, net.ErrClosed
+}
+func (l *oneConn) Close() error   { return nil }
+func (l *oneConn) Addr() net.Addr { return l.conn.LocalAddr() }
+
+type closeNotify struct {
+	net.Conn
+	once sync.Once
+	done chan struct{}
+}
+
+func (c *closeNotify) Close() error {
+	c.once.Do(func() { close(c.done) })
+	return c.Conn.Close()
+}
+
+// bufferedConn reads first what the CONNECT's reader had buffered past the request.
+type bufferedConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+func fail(format string, a ...any) int {
+	fmt.Fprintf(os.Stderr, "testcluster hostile: "+format+"\n", a...)
+	return 1
+}
+
+type recorder struct {
+	mu  sync.Mutex
+	log *os.File
+}
+
+type entry struct {
+	Method  string              `json:"method"`
+	URI     string              `json:"uri"`
+	Host    string              `json:"host"`
+	Headers map[string][]string `json:"headers"`
+}
+
+func (rec *recorder) record(r *http.Request) {
+	line, err := json.Marshal(entry{Method: r.Method, URI: r.RequestURI, Host: r.Host, Headers: r.Header})
+	if err != nil {
+		return
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	_, _ = rec.log.Write(append(line, '\n'))
+}
+
+func status(w http.ResponseWriter, code int, reason, message string) {
+	body, _ := json.Marshal(map[string]any{
+		"kind": "Status", "apiVersion": "v1", "metadata": map[string]any{},
+		"status": "Failure", "message": message, "reason": reason, "code": code,
+	})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(body)
+}
+
+const listHead = `{"kind":"LeaseList","apiVersion":"coordination.k8s.io/v1","metadata":{"resourceVersion":"1"},"items":[`
+
+var answers = map[string]func(http.ResponseWriter, *http.Request){
+	"headers": func(w http.ResponseWriter, r *http.Request) {
+		status(w, http.StatusUnauthorized, "Unauthorized", "Unauthorized")
+	},
+	"status-escape": func(w http.ResponseWriter, r *http.Request) {
+		status(w, http.StatusInternalServerError, "InternalError", Escape)
+	},
+	"retry-after": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "10000000000000000000")
+		status(w, http.StatusServiceUnavailable, "ServiceUnavailable", "the server is currently unable to handle the request")
+	},
+	"endless": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		if _, err := io.WriteString(w, listHead); err != nil {
+			return
+		}
+		spaces := []byte(strings.Repeat(" ", 4096))
+		for {
+			if _, err := w.Write(spaces); err != nil {
+				return
+			}
+			if fl, ok := w.(http.Flusher); ok {
+				fl.Flush()
+			}
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	},
+	"drip": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		body := listHead + strings.Repeat(" ", 3600) + "]}"
+		for i := 0; i < len(body); i++ {
+			if _, err := io.WriteString(w, body[i:i+1]); err != nil {
+				return
+			}
+			if fl, ok := w.(http.Flusher); ok {
+				fl.Flush()
+			}
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	},
+}
