@@ -17,7 +17,7 @@ use crate::settings::Output;
 use super::Deps;
 
 /// Reads everything in three round trips: discovery; the Workload, the ClusterQueues, the
-/// AdmissionChecks and the Lease concurrently; then its LocalQueue and, when it waits for
+/// AdmissionChecks, the Lease and Kueue's manager's Lease concurrently; then its LocalQueue and, when it waits for
 /// quota, its place in the queue (and, with `holder_pod`, the Lease holder's pod and node, as
 /// `gate -o wide|json|yaml` shows them).
 pub async fn collect(
@@ -57,13 +57,18 @@ pub async fn collect(
         };
         Ok::<_, Error>((fetched, holder))
     };
-    let ((lease, holder), served) = futures::try_join!(lease_and_holder, fetch::read_served(&kueue, log, reads))?;
+    let ((lease, holder), kueue_lease, served) = futures::try_join!(
+        lease_and_holder,
+        fetch::lease(conn, &settings.kueue_lease, log),
+        fetch::read_served(&kueue, log, reads)
+    )?;
     let (w, local_queue, cluster_queues, admission_checks, position) = served.value;
     let input = WorkloadInput {
         workload: w,
         local_queue,
         gate: GateFacts { cluster_queues, admission_checks, lease, holder },
         position,
+        kueue_lease: Some(kueue_lease),
     };
     Ok((input, served.warning, kueue.server_date))
 }
