@@ -273,6 +273,8 @@ func renderKueueWebhooks(kueueDir, out, webhookURL string, caBundle []byte) erro
 }
 
 // kueueManagerConfig is cmd/kueue's --config: v1beta2 where the version has it, else v1beta1.
+// The leader-election Lease's namespace is named (outside a cluster the manager cannot find
+// its own), kueue-system as in Kueue's install.
 func kueueManagerConfig(kueueDir, certDir string, webhookPort, healthPort int, v *visibility, leaderElect bool) string {
 	apiVersion := "config.kueue.x-k8s.io/v1beta1"
 	if exists(filepath.Join(kueueDir, "apis/config/v1beta2")) {
@@ -283,6 +285,7 @@ kind: Configuration
 namespace: kueue-system
 leaderElection:
   leaderElect: %t
+  resourceNamespace: kueue-system
 internalCertManagement:
   enable: false
 webhook:
