@@ -309,10 +309,11 @@ fn lease_finding(lease_ref: &LeaseRef, state: &LeaseState) -> Finding {
 /// accepts: a ClusterRole and ClusterRoleBinding for the cluster-wide reads, a Role and
 /// RoleBinding per namespace for the others. The subject is the caller (a ServiceAccount when
 /// the username is one), else a placeholder to replace.
-/// Kueue's manager's heartbeat: context, so never worse than a warning (a manager without leader
-/// election holds no Lease, and Kueue's health is not the gate's).
+/// Kueue's manager's heartbeat: context, so never worse than a warning, and a warning only when
+/// its Lease shows that no manager leads. No Lease (a manager without leader election) and a
+/// read deploy/rbac.yaml does not grant are said as such, as ok: nothing is wrong with either.
 fn kueue_lease_finding(a: &lease::LeaseAssessment) -> Finding {
-    let level = if matches!(a.state, LeaseState::Fresh { .. }) { Level::Ok } else { Level::Warning };
+    let level = if kueue_lease::is_down(a) { Level::Warning } else { Level::Ok };
     Finding {
         area: "kueue manager",
         check: "Kueue's manager holds its Lease (context)".into(),
