@@ -40,9 +40,10 @@ pub async fn run(inv: &Invocation, deps: &mut Deps<'_>) -> Result<Exit, Error> {
                 Some(live) => gate_watch::run(&conn, &opts, *live, deps).await,
             }
         }
-        Verb::Doctor { lease, output, all_namespaces, rbac } => {
+        Verb::Doctor { lease, kueue_lease, output, all_namespaces, rbac } => {
             let conn = connect().await?;
-            let opts = DoctorOptions { lease, output: *output, all_namespaces: *all_namespaces, rbac: *rbac };
+            let opts =
+                DoctorOptions { lease, kueue_lease, output: *output, all_namespaces: *all_namespaces, rbac: *rbac };
             doctor::run(&conn, &opts, deps).await
         }
         Verb::Lease { lease, output, watch } => {

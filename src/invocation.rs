@@ -94,6 +94,8 @@ pub enum Verb {
     },
     Doctor {
         lease: LeaseRef,
+        /// Kueue's manager's Lease (a finding of its own, context only).
+        kueue_lease: LeaseRef,
         output: Output,
         all_namespaces: bool,
         /// Print only the RBAC to add.

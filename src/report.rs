@@ -8,6 +8,7 @@ use crate::core::duration::ceil_seconds;
 use crate::core::fetched::Fetched;
 use crate::core::gate::{Chain, Check, GateReport, Outcome};
 use crate::core::holder::{HolderPod, PodState};
+use crate::core::kueue_lease;
 use crate::core::lease::{LeaseAssessment, LeaseState};
 use crate::core::verdict::Verdict;
 use crate::core::waiting::Waiting;
@@ -28,6 +29,8 @@ pub struct GateRun {
     pub namespace: Option<String>,
     pub warnings: Vec<String>,
     pub now: Timestamp,
+    /// Kueue's own manager's Lease, as context; `None` when it was not read.
+    pub kueue_lease: Option<LeaseAssessment>,
 }
 
 /// One `lease` run.
@@ -100,6 +103,9 @@ pub struct GateDocument {
     pub mode: &'static str,
     pub chains: Vec<ChainDoc>,
     pub lease: LeaseDoc,
+    /// Kueue's own manager's Lease, as context (it never decides the verdict).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kueue_lease: Option<KueueLeaseDoc>,
     /// `null` when the Workloads could not be listed (see warnings).
     pub waiting: Option<Vec<WaitingDoc>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -178,6 +184,56 @@ pub struct LeaseDoc {
     /// live mode).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub holder_pod: Option<HolderPodDoc>,
+}
+
+/// Kueue's own manager's leader-election Lease, judged by the heartbeat rule, shown as context.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KueueLeaseDoc {
+    pub namespace: String,
+    pub name: String,
+    /// fresh, stale, no holder, never renewed, no lease (a manager without leader election),
+    /// forbidden.
+    pub status: &'static str,
+    /// Whether it shows that no manager leads (stale, no holder, never renewed).
+    pub down: bool,
+    pub detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing_rbac: Option<String>,
+    pub holder: Option<String>,
+    pub renew_time: Option<String>,
+    pub lease_duration_seconds: Option<i32>,
+    pub limit_seconds: Option<i64>,
+    pub age_seconds: Option<i64>,
+    pub stale_for_seconds: Option<i64>,
+}
+
+pub fn kueue_lease_doc(a: &LeaseAssessment) -> KueueLeaseDoc {
+    let facts = a.facts.clone().unwrap_or_default();
+    let (limit, age, stale_for) = match &a.state {
+        LeaseState::Fresh { age, limit, .. } => (Some(limit.as_secs()), Some(ceil_seconds(*age)), None),
+        LeaseState::Stale { age, limit, stale_for } => {
+            (Some(limit.as_secs()), Some(ceil_seconds(*age)), Some(ceil_seconds(*stale_for)))
+        }
+        _ => (facts.duration_seconds.map(|d| 2 * i64::from(d)), None, None),
+    };
+    KueueLeaseDoc {
+        namespace: a.lease.namespace.clone(),
+        name: a.lease.name.clone(),
+        status: kueue_lease::status(a),
+        down: kueue_lease::is_down(a),
+        detail: kueue_lease::sentence(a),
+        missing_rbac: match &a.state {
+            LeaseState::Forbidden { rule } => Some(rule.clone()),
+            _ => None,
+        },
+        holder: facts.holder.clone(),
+        renew_time: facts.renew_time.map(micro),
+        lease_duration_seconds: facts.duration_seconds,
+        limit_seconds: limit,
+        age_seconds: age,
+        stale_for_seconds: stale_for,
+    }
 }
 
 /// The holder's pod (`<pod name>_<id>` in holderIdentity). Never decides the verdict.
@@ -354,6 +410,7 @@ impl GateRun {
             mode: self.report.verdict.mode(),
             chains: self.report.chains.iter().map(|c| chain_doc(c, &self.report.lease)).collect(),
             lease: lease_doc(&self.report.lease),
+            kueue_lease: self.kueue_lease.as_ref().map(kueue_lease_doc),
             waiting: self.waiting.found().map(|ws| ws.iter().map(|w| waiting_doc(w, self.now)).collect()),
             summary: self.stall_summary(),
             warnings: self.warnings.clone(),

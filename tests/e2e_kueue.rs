@@ -1,4 +1,5 @@
-//! End to end through real Kueue: every Kueue line users run (v0.14.0, v0.15.0, v0.17.0), each
+//! End to end through real Kueue: every Kueue line users run (v0.14.0, v0.15.0, v0.17.0,
+//! v0.19.2), each
 //! on a cluster of its own with Kueue's own controller manager and webhooks
 //! (`testcluster start --kueue-manager`). Kueue creates the Workloads of suspended Jobs,
 //! reserves their quota and puts them at dispatch's check; a stand-in for dispatch-admission
@@ -172,12 +173,24 @@ fn kueue_acts(k: &Kueue, a: &Answered) {
         if back && condition(&w, "QuotaReserved")["status"] == "True" { Ok(()) } else { Err(w["status"].to_string()) }
     });
     let w = k.workload(NS, &a.retry);
-    assert_eq!(condition(&w, "Evicted")["message"], "Previously: At least one admission check is false", "{w}");
+    // Kueue's own words, which v0.19 made more precise.
+    let evicted = match k.version {
+        "v0.19.2" => {
+            "Previously: Evicted due to AdmissionCheck in Retry state: \"dispatch\" (cluster far-2 is full; try again)"
+        }
+        _ => "Previously: At least one admission check is false",
+    };
+    assert_eq!(condition(&w, "Evicted")["message"], evicted, "{w}");
 
     // Rejected: Kueue deactivates the Workload (spec.active false), releases its quota and
     // resets the check to Pending; its Job stays suspended.
     let reject_message = "Reset to Pending after eviction. Previously: Rejected";
-    let deactivated = "The workload is deactivated due to Admission check(s): dispatch, were rejected";
+    let deactivated = match k.version {
+        "v0.19.2" => {
+            "The workload is deactivated due to AdmissionCheck in Rejected state: \"dispatch\" (no cluster can run this job)"
+        }
+        _ => "The workload is deactivated due to Admission check(s): dispatch, were rejected",
+    };
     eventually(&format!("Kueue deactivates {} after Rejected", a.rejected), Duration::from_secs(60), || {
         let w = k.workload(NS, &a.rejected);
         let check = &w["status"]["admissionChecks"][0];
@@ -226,7 +239,18 @@ fn kueue_v0_14_0_v1beta1_only() {
 
 #[test]
 fn kueue_v0_17_0() {
-    let k = Kueue::start("v0.17.0");
+    v1beta2_stored("v0.17.0");
+}
+
+/// v0.19 serves v1beta1 marked deprecated (the apiserver warns on every v1beta1 read), stores
+/// v1beta2, and writes its own reasons on a waiting Workload: the same answers.
+#[test]
+fn kueue_v0_19_2() {
+    v1beta2_stored("v0.19.2");
+}
+
+fn v1beta2_stored(version: &'static str) {
+    let k = Kueue::start(version);
     let answered = scenario(&k);
     kueue_acts(&k, &answered);
     // v1beta2 is stored: with the manager stopped (and kube-apiserver restarted, so that its
@@ -239,6 +263,13 @@ fn kueue_v0_17_0() {
     run.expect_code(0);
     assert_eq!(run.stderr, "", "{}", run.stderr);
     assert_eq!(rows(&run).len(), 2, "{}", run.stdout);
+    // The harness runs this manager without leader election: it holds no Lease, which is said
+    // as such, never as stale.
+    assert_eq!(run.json()["kueueLease"]["status"], "no lease", "{}", run.stdout);
+    let table = k.cluster.dispatch(&["gate", "-n", NS]);
+    table.expect_line(
+        "Kueue's manager: no Lease kueue-system/c1f6bfd2.kueue.x-k8s.io: a manager without leader election holds none (--kueue-lease names another), so its heartbeat cannot be shown",
+    );
 }
 
 /// v0.15 serves v1beta2 through Kueue's conversion webhook and stores v1beta1.
@@ -332,4 +363,218 @@ fn kueue_finding(run: &Run) -> Value {
         .find(|f| f["area"] == "kueue")
         .cloned()
         .unwrap_or_else(|| panic!("no kueue finding: {v:#}"))
+}
+
+const KUEUE_LEASE: &str = "kueue-system/c1f6bfd2.kueue.x-k8s.io";
+
+/// `gate -o json`'s kueueLease.
+fn kueue_lease(run: &Run) -> Value {
+    let doc = run.json();
+    assert!(doc["kueueLease"].is_object(), "no kueueLease in:\n{}", run.stdout);
+    doc["kueueLease"].clone()
+}
+
+/// The line `-o prometheus` writes for Kueue's Lease at `status`.
+fn kueue_status_sample(run: &Run, status: &str) -> Option<String> {
+    let prefix = format!(
+        "kubectl_dispatch_kueue_lease_status{{context=\"admin\",lease=\"{KUEUE_LEASE}\",status=\"{status}\"}} "
+    );
+    run.stdout.lines().find_map(|l| l.strip_prefix(&prefix).map(str::to_string))
+}
+
+/// Kueue's own heartbeat, through Kueue v0.19.2's real manager run with leader election on:
+/// while it leads, the plugin shows its Lease as Kubernetes holds it and adds no line; once the
+/// manager is SIGKILLed and its Lease goes stale, the gate (still yes: Kueue's heartbeat is not
+/// one of the adapter's checks) says so under the chain, in JSON and in -o prometheus, doctor
+/// has a warning row, and `workload` adds a clause to a Workload that waits for quota. A user
+/// who may not read Kueue's Lease gets "forbidden", never "stale".
+#[test]
+fn kueues_own_heartbeat_v0_19_2_leader_election() {
+    let k = Kueue::start_and("v0.19.2", &["--kueue-leader-elect"]);
+    let c = &k.cluster;
+    let (kns, kname) = KUEUE_LEASE.split_once('/').unwrap();
+    let held = eventually("Kueue's manager takes its Lease", Duration::from_secs(90), || {
+        let lease = k.get(&["lease", "-n", kns, kname]);
+        if lease["spec"]["holderIdentity"].as_str().is_some_and(|h| !h.is_empty()) {
+            Ok(lease)
+        } else {
+            Err(lease.to_string())
+        }
+    });
+    assert_eq!(held["spec"]["leaseDurationSeconds"], 15, "{held}");
+    k.apply(&format!(
+        "{}{}{}{}",
+        k.resource_flavor("default-flavor"),
+        k.admission_check(CHECK),
+        k.cluster_queue("team-a", "default-flavor", &[CHECK]),
+        k.local_queue(NS, "q", "team-a"),
+    ));
+    k.apply_status(&k.admission_check_active(CHECK));
+    c.apply(&fixtures::lease(
+        "dispatch-system",
+        "dispatch-admission",
+        Some("dispatch-admission-0"),
+        Some(0),
+        Some(300),
+    ));
+    eventually("Kueue makes ClusterQueue team-a Active", Duration::from_secs(60), || {
+        let cq = k.get(&["clusterqueues.kueue.x-k8s.io", "team-a"]);
+        if condition(&cq, "Active")["status"] == "True" { Ok(()) } else { Err(cq["status"].to_string()) }
+    });
+    // A Job that can never fit in team-a's 8 cpu waits for quota.
+    k.apply(&k.job(NS, "job-big", "q").replace("cpu: \"1\"", "cpu: \"9\""));
+    let big = k.workload_of(NS, "job-big");
+    eventually(&format!("Kueue refuses quota to {big}"), Duration::from_secs(60), || {
+        let w = k.workload(NS, &big);
+        if condition(&w, "QuotaReserved")["status"] == "False" { Ok(()) } else { Err(w["status"].to_string()) }
+    });
+
+    // A manager leads: the JSON shows its Lease as Kubernetes holds it; no line, no clause.
+    let run = c.dispatch(&["gate", "-n", NS, "-o", "json"]);
+    run.expect_code(0);
+    let lease = kueue_lease(&run);
+    assert_eq!(lease["status"], "fresh", "{lease}");
+    assert_eq!(lease["holder"], held["spec"]["holderIdentity"], "{lease}");
+    assert_eq!(lease["down"], false);
+    let table = c.dispatch(&["gate", "-n", NS]);
+    table.expect_code(0).expect_line("ReadmissionGate: yes (the adapter writes)");
+    assert!(!table.stdout.contains("Kueue's manager"), "{}", table.stdout);
+    let prom = c.dispatch(&["gate", "-n", NS, "-o", "prometheus"]);
+    prom.expect_code(0);
+    assert_eq!(kueue_status_sample(&prom, "fresh").as_deref(), Some("1"), "{}", prom.stdout);
+    let wl = c.dispatch(&["workload", &big, "-n", NS, "-o", "json"]);
+    assert!(!wl.json()["summary"].as_str().unwrap().contains("Kueue's manager"), "{}", wl.stdout);
+    assert_eq!(wl.json()["kueueLease"]["status"], "fresh", "{}", wl.stdout);
+
+    // SIGKILLed: nothing releases the Lease; it keeps its holder and goes stale.
+    c.kill_kueue_manager();
+    let run = eventually("Kueue's manager's Lease goes stale", Duration::from_secs(120), || {
+        let run = c.dispatch(&["gate", "-n", NS, "-o", "json"]);
+        if kueue_lease(&run)["status"] == "stale" { Ok(run) } else { Err(run.stdout.clone()) }
+    });
+    run.expect_code(0);
+    assert_eq!(run.json()["verdict"], "yes", "Kueue's heartbeat is context, not a check: {}", run.stdout);
+    let lease = kueue_lease(&run);
+    let now_held = k.get(&["lease", "-n", kns, kname]);
+    assert_eq!(lease["holder"], now_held["spec"]["holderIdentity"], "{lease}");
+    assert_eq!(lease["holder"], held["spec"]["holderIdentity"], "the same holder, never released");
+    assert_eq!(lease["down"], true);
+    assert_eq!(lease["limitSeconds"], 30);
+    let table = c.dispatch(&["gate", "-n", NS]);
+    table.expect_code(0).expect_line("ReadmissionGate: yes (the adapter writes)");
+    let line = table
+        .lines()
+        .into_iter()
+        .find(|l| l.starts_with("Kueue's manager: "))
+        .unwrap_or_else(|| panic!("no line for Kueue's manager in:\n{}", table.stdout));
+    assert!(
+        line.starts_with(&format!("Kueue's manager: Lease {KUEUE_LEASE} was last renewed "))
+            && line.ends_with(" ago, beyond 30s: no manager leads, so Kueue admits nothing"),
+        "{line}"
+    );
+    let prom = c.dispatch(&["gate", "-n", NS, "-o", "prometheus"]);
+    prom.expect_code(0);
+    assert_eq!(kueue_status_sample(&prom, "stale").as_deref(), Some("1"), "{}", prom.stdout);
+    assert_eq!(kueue_status_sample(&prom, "fresh").as_deref(), Some("0"), "{}", prom.stdout);
+    // doctor: a warning row, which does not change its verdict.
+    let doctor = c.dispatch(&["doctor", "-n", NS, "-o", "json"]);
+    let finding = doctor.json()["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["area"] == "kueue manager")
+        .cloned()
+        .unwrap_or_else(|| panic!("no kueue manager finding: {}", doctor.stdout));
+    assert_eq!(finding["result"], "warning", "{finding}");
+    assert!(finding["detail"].as_str().unwrap().ends_with("no manager leads, so Kueue admits nothing"), "{finding}");
+    // workload: the Workload waiting for quota gets the clause.
+    let wl = c.dispatch(&["workload", &big, "-n", NS, "-o", "json"]);
+    wl.expect_code(3);
+    let summary = wl.json()["summary"].as_str().unwrap().to_string();
+    let clause = format!("; Kueue's manager is down (its Lease {KUEUE_LEASE} has been stale for ");
+    assert!(summary.contains(&clause) && summary.ends_with("), so nothing is admitted until it is back"), "{summary}");
+    let wl_table = c.dispatch(&["workload", &big, "-n", NS]);
+    assert!(wl_table.lines().iter().any(|l| l.starts_with("Kueue's manager: Lease ")), "{}", wl_table.stdout);
+
+    // The viewer (deploy/rbac.yaml) may not read Kueue's Lease: forbidden, said as such.
+    let run = c.dispatch(&["gate", "-n", NS, "--context", "viewer", "-o", "json"]);
+    let lease = kueue_lease(&run);
+    assert_eq!(lease["status"], "forbidden", "{lease}");
+    assert_eq!(
+        lease["missingRbac"],
+        "get leases.coordination.k8s.io \"c1f6bfd2.kueue.x-k8s.io\" in namespace kueue-system"
+    );
+    let table = c.dispatch(&["gate", "-n", NS, "--context", "viewer"]);
+    table.expect_line(&format!(
+        "Kueue's manager: Lease {KUEUE_LEASE} cannot be read without RBAC: get leases.coordination.k8s.io \"c1f6bfd2.kueue.x-k8s.io\" in namespace kueue-system"
+    ));
+    // --kueue-lease names another Lease: there is none, which is said as such.
+    let run = c.dispatch(&["gate", "-n", NS, "--kueue-lease", "kueue-system/renamed", "-o", "json"]);
+    assert_eq!(kueue_lease(&run)["status"], "no lease", "{}", run.stdout);
+}
+
+/// A cluster as Kueue v0.20 installs it: Kueue's CRDs serve v1beta2 alone and only the v1beta2
+/// visibility APIService is registered (the harness's --kueue-v1beta2-only, on v0.19.2's
+/// manager). The gate, its live mode, lease, workload (its queue position included, at the
+/// version discovery lists), doctor and completion work there, all at v1beta2.
+#[test]
+fn v1beta2_only_cluster_v0_19_2() {
+    let k = Kueue::start_and("v0.19.2", &["--kueue-v1beta2-only"]);
+    let c = &k.cluster;
+    let served = |group: &str| -> Vec<String> {
+        let raw = c.kubectl_ok(&["get", "--raw", &format!("/apis/{group}")], None);
+        let doc: Value = serde_json::from_str(&raw).unwrap();
+        doc["versions"].as_array().unwrap().iter().map(|v| v["version"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(served("kueue.x-k8s.io"), ["v1beta2"]);
+    assert_eq!(served("visibility.kueue.x-k8s.io"), ["v1beta2"]);
+    let answered = scenario(&k);
+    kueue_acts(&k, &answered);
+
+    // The live mode reads and watches at v1beta2.
+    let wait = c.dispatch(&["gate", "-n", NS, "--wait", "--timeout", "30s"]);
+    wait.expect_code(0).expect_line("ReadmissionGate: yes (the adapter writes)");
+    assert_eq!(wait.stderr, "", "{}", wait.stderr);
+    let lease = c.dispatch(&["lease", "--lease", LEASE, "-o", "json"]);
+    lease.expect_code(0);
+    assert_eq!(lease.json()["lease"]["status"], "fresh", "{}", lease.stdout);
+
+    // A Job that cannot fit beside the retried one waits for quota: its position is the one
+    // Kueue's v1beta2 visibility API gives.
+    k.apply(&k.job(NS, "job-big", "q").replace("cpu: \"1\"", "cpu: \"8\""));
+    let big = k.workload_of(NS, "job-big");
+    let path = format!("/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{NS}/localqueues/q/pendingworkloads");
+    let (in_cq, in_lq) = eventually(&format!("Kueue's visibility API lists {big}"), Duration::from_secs(60), || {
+        let raw = c.kubectl_ok(&["get", "--raw", &path], None);
+        let doc: Value = serde_json::from_str(&raw).unwrap();
+        doc["items"]
+            .as_array()
+            .and_then(|items| items.iter().find(|i| i["metadata"]["name"] == big.as_str()))
+            .map(|i| (i["positionInClusterQueue"].clone(), i["positionInLocalQueue"].clone()))
+            .ok_or(raw)
+    });
+    let run = c.dispatch(&["workload", &big, "-n", NS, "-o", "json"]);
+    run.expect_code(3);
+    let doc = run.json();
+    assert_eq!(doc["stage"], "waitingForQuota", "{}", run.stdout);
+    assert_eq!(doc["position"]["status"], "found", "{}", run.stdout);
+    assert_eq!(doc["position"]["positionInClusterQueue"], in_cq);
+    assert_eq!(doc["position"]["positionInLocalQueue"], in_lq);
+
+    // doctor: Kueue serves v1beta2 only, and the plugin reads it.
+    let doctor = c.dispatch(&["doctor", "-n", NS, "-o", "json"]);
+    let kueue = kueue_finding(&doctor);
+    assert_eq!(kueue["result"], "ok", "{kueue}");
+    assert_eq!(kueue["detail"], "serves v1beta2; the plugin reads v1beta2");
+
+    // Completion lists the Workloads through kubectl.
+    let dir = std::env::temp_dir().join(support::unique("v1beta2-completer"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_kubectl-dispatch"), dir.join("kubectl_complete-dispatch")).unwrap();
+    let mut cmd = c.command("kubectl", &["__complete", "dispatch", "workload", "-n", NS, "job-job-big"]);
+    cmd.env("PATH", format!("{}:{}", dir.display(), support::plugin_path()));
+    let run = Run::from(cmd.output().expect("kubectl __complete"));
+    run.expect_code(0);
+    assert_eq!(run.lines(), [big.as_str(), ":4"], "{}", run.stderr);
+    std::fs::remove_dir_all(dir).unwrap();
 }

@@ -327,22 +327,18 @@ fn waiting_for_quota_and_the_visibility_api_notes() {
     viewer.expect_code(3);
     assert_eq!(viewer.json()["position"]["status"], "notServed", "{}", viewer.stdout);
 
-    // A user without it: forbidden, a note, not an error; the gate's reads are unknown.
+    // A user without it: on a cluster that does not serve the visibility API, discovery says
+    // so, and the note is the same (never an error); the forbidden read is proved where Kueue's
+    // manager serves it (queue_positions_from_kueues_visibility_api_*).
     let limited = c.dispatch(&s.args("workload", &["big", "-n", &s.ns, "--as", &reader, "-o", "json"]));
     limited.expect_code(3);
     let doc = limited.json();
-    assert_eq!(doc["position"]["status"], "forbidden", "{}", limited.stdout);
-    assert_eq!(
-        doc["position"]["missingRbac"],
-        format!("get localqueues/pendingworkloads.visibility.kueue.x-k8s.io \"{}\" in namespace {}", s.lq, s.ns)
-    );
+    assert_eq!(doc["position"]["status"], "notServed", "{}", limited.stdout);
     let table = c.dispatch(&s.args("workload", &["big", "-n", &s.ns, "--as", &reader]));
-    assert!(
-        table.stdout.contains("note: no queue position: Kueue's visibility API is forbidden (missing RBAC: "),
-        "{}",
-        table.stdout
+    table.expect_line(
+        "note: no queue position: the API server does not serve Kueue's visibility API (visibility.kueue.x-k8s.io)",
     );
-    assert_eq!(table.stderr, "", "a forbidden position is a note, not a warning or error");
+    assert_eq!(table.stderr, "", "a position not served is a note, not a warning or error");
 
     // A Workload in a queue that does not exist.
     c.apply(&workload(&s.ns, "lost", "no-such-queue", "", &status));
@@ -481,6 +477,12 @@ fn through_kueues_manager_v0_17_0() {
     through_kueues_manager("v0.17.0");
 }
 
+/// Through Kueue v0.19.2's own manager (v1beta2 stored, v0.19's reasons on a waiting Workload).
+#[test]
+fn through_kueues_manager_v0_19_2() {
+    through_kueues_manager("v0.19.2");
+}
+
 /// Through Kueue v0.14.0's own manager: v1beta1 only, no retryCount or requeueAfterSeconds.
 #[test]
 fn through_kueues_manager_v0_14_0_v1beta1() {
@@ -604,7 +606,7 @@ fn through_kueues_manager(version: &'static str) {
     // Kueue's visibility API, through the aggregation layer, where the manager serves it: the
     // position Kueue gives (the oracle, read first). The harness cannot choose the address of
     // an older manager's visibility server, so that one runs without it.
-    let position = (version == "v0.17.0").then(|| {
+    let position = k.serves_visibility().then(|| {
         eventually(&format!("Kueue's visibility API lists {b}"), Duration::from_secs(30), || {
             let listed = pending(c, ns, "q");
             listed.iter().find(|p| p.0 == b).map(|p| (p.1, p.2)).ok_or_else(|| format!("{listed:?}"))
@@ -676,15 +678,25 @@ fn pending(c: &Cluster, ns: &str, lq: &str) -> Vec<(String, i64, i64)> {
         .collect()
 }
 
-/// Kueue's visibility API as Kueue v0.17.0's manager serves it through the aggregation layer.
+/// Kueue's visibility API as Kueue v0.17.0's and v0.19.2's managers serve it through the
+/// aggregation layer.
 /// Three Workloads wait for quota behind one that holds it all, in two LocalQueues of one
 /// ClusterQueue: each position, in JSON and in the table, is the one `kubectl get --raw`
 /// reads, for admin and for the viewer (deploy/rbac.yaml's rule). Kueue's own 404 for a
 /// LocalQueue it does not hold is not "not served"; with the manager stopped the apiserver
 /// answers 503: a note each time, never an error.
 #[test]
-fn queue_positions_from_kueues_visibility_api() {
-    let k = Kueue::start("v0.17.0");
+fn queue_positions_from_kueues_visibility_api_v0_17_0() {
+    queue_positions_from_kueues_visibility_api("v0.17.0");
+}
+
+#[test]
+fn queue_positions_from_kueues_visibility_api_v0_19_2() {
+    queue_positions_from_kueues_visibility_api("v0.19.2");
+}
+
+fn queue_positions_from_kueues_visibility_api(version: &'static str) {
+    let k = Kueue::start(version);
     let c = &k.cluster;
     team_a_behind_a_stale_lease(&k, &[("ml", "q"), ("ml2", "q2")]);
     let all_cpu = |ns: &str, job: &str, q: &str| k.job(ns, job, q).replace("cpu: \"1\"", "cpu: \"8\"");
@@ -806,8 +818,8 @@ fn queue_positions_from_kueues_visibility_api() {
     assert_eq!(table.stderr, "", "a failed position is a note, not a warning or error");
 }
 
-/// Everything `workload` sends is a read, the visibility API's GET included (the apiserver's
-/// audit log, by the plugin's user agent).
+/// Everything `workload` sends is a read, the visibility API's discovery included (the
+/// apiserver's audit log, by the plugin's user agent).
 #[test]
 fn the_workload_verb_only_reads() {
     let c = Cluster::shared();
@@ -818,7 +830,8 @@ fn the_workload_verb_only_reads() {
     let wanted = [
         format!("/namespaces/{}/workloads/audited", s.ns),
         format!("/namespaces/{}/localqueues/{}", s.ns, s.lq),
-        format!("/namespaces/{}/localqueues/{}/pendingworkloads", s.ns, s.lq),
+        // Not served on this cluster: discovery says so, and the position is not asked.
+        "/apis/visibility.kueue.x-k8s.io".to_string(),
     ];
     let seen = eventually("the audit log records the workload verb's requests", Duration::from_secs(10), || {
         let body = std::fs::read_to_string(c.audit_log()).map_err(|e| e.to_string())?;
@@ -840,4 +853,133 @@ fn the_workload_verb_only_reads() {
     });
     let writes: Vec<_> = seen.iter().filter(|(verb, _)| !matches!(verb.as_str(), "get" | "list" | "watch")).collect();
     assert!(writes.is_empty(), "the plugin sent more than reads: {writes:#?}");
+}
+
+/// MultiKueue's placement, as Kueue's MultiKueue controller writes it: first the worker
+/// clusters a Workload is nominated to, then (the two are mutually exclusive) the one that
+/// admitted it, each as `kubectl get` reads it.
+#[test]
+fn multikueue_placement_in_the_table_and_json() {
+    let c = Cluster::shared();
+    let s = Scenario::new("wl-mk");
+    let pending = check(&s.check, "Pending", "", 30, "");
+    let nominated = format!(
+        "{}  admissionChecks:\n{pending}  nominatedClusterNames:\n  - worker-eu-1\n  - worker-us-2\n",
+        reserved(&s.cq, false)
+    );
+    c.apply(&(world(&s, 1) + &workload(&s.ns, "placed", &s.lq, "", &nominated)));
+    let oracle = |field: &str| {
+        c.kubectl_ok(
+            &["get", "workloads.kueue.x-k8s.io", "-n", &s.ns, "placed", "-o", &format!("jsonpath={{.status.{field}}}")],
+            None,
+        )
+    };
+    assert_eq!(oracle("nominatedClusterNames"), r#"["worker-eu-1","worker-us-2"]"#);
+    let run = explain(c, &s, "placed", &["-o", "json"]);
+    let mk = run.json()["multiKueue"].clone();
+    assert_eq!(mk["nominatedClusterNames"], serde_json::json!(["worker-eu-1", "worker-us-2"]), "{}", run.stdout);
+    assert!(mk["clusterName"].is_null(), "{mk}");
+    explain(c, &s, "placed", &[]).expect_line("MultiKueue: nominated to worker-eu-1, worker-us-2");
+
+    // Admitted on one worker: clusterName set, the nominations cleared.
+    let admitted = format!(
+        "{}  admissionChecks:\n{}  nominatedClusterNames: []\n  clusterName: worker-eu-1\n",
+        reserved(&s.cq, true),
+        check(&s.check, "Ready", "placed on worker-eu-1", 5, "")
+    );
+    c.apply(&workload(&s.ns, "placed", &s.lq, "", &admitted));
+    assert_eq!(oracle("clusterName"), "worker-eu-1");
+    let run = explain(c, &s, "placed", &["-o", "yaml"]);
+    run.expect_code(0);
+    let doc: serde_json::Value = serde_saphyr::from_str(&run.stdout).unwrap();
+    assert_eq!(doc["multiKueue"]["clusterName"], "worker-eu-1", "{}", run.stdout);
+    assert_eq!(doc["multiKueue"]["nominatedClusterNames"], serde_json::json!([]));
+    explain(c, &s, "placed", &[]).expect_line("MultiKueue: admitted on worker-eu-1");
+    // Without MultiKueue nothing is shown.
+    let plain = format!("{}  admissionChecks:\n{pending}", reserved(&s.cq, false));
+    c.apply(&workload(&s.ns, "local", &s.lq, "", &plain));
+    let run = explain(c, &s, "local", &["-o", "json"]);
+    assert!(run.json().get("multiKueue").is_none(), "{}", run.stdout);
+    assert!(!explain(c, &s, "local", &[]).stdout.contains("MultiKueue"));
+}
+
+/// Kueue v0.19's reasons on a waiting Workload, from its real manager with
+/// UnadmittedWorkloadsObservability on (Beta, off by default in v0.19): a Job that asks for
+/// more than the ClusterQueue could ever give (ExceedsMaxQuota), one on a ClusterQueue whose
+/// namespaceSelector leaves its namespace out (Misconfigured), and one held back by
+/// `kueue.x-k8s.io/admission-gated-by`. Each sentence is built from what Kueue wrote.
+#[test]
+fn v0_19_reasons_through_kueues_manager_v0_19_2() {
+    let k = Kueue::start_and("v0.19.2", &["--kueue-feature-gates", "UnadmittedWorkloadsObservability=true"]);
+    let c = &k.cluster;
+    let ns = "ml";
+    team_a_behind_a_stale_lease(&k, &[(ns, "q")]);
+    // team-sel admits only namespaces labelled only=elsewhere; LocalQueue q-sel in ml uses it.
+    k.apply(
+        &(k.cluster_queue("team-sel", "default-flavor", &[])
+            .replace("namespaceSelector: {}", "namespaceSelector:\n    matchLabels:\n      only: elsewhere")
+            + &k.local_queue(ns, "q-sel", "team-sel")),
+    );
+    let quota_said = |name: &str, reason: &str| {
+        eventually(&format!("Kueue writes QuotaReserved=False {reason} on {name}"), Duration::from_secs(60), || {
+            let w = k.workload(ns, name);
+            let q = condition(&w, "QuotaReserved").clone();
+            if q["status"] == "False" && q["reason"] == reason { Ok(q) } else { Err(w["status"].to_string()) }
+        })
+    };
+
+    // 9 cpu on a ClusterQueue of 8: it can never fit.
+    k.apply(&k.job(ns, "job-huge", "q").replace("cpu: \"1\"", "cpu: \"9\""));
+    let huge = k.workload_of(ns, "job-huge");
+    let q = quota_said(&huge, "ExceedsMaxQuota");
+    let run = c.dispatch(&["workload", &huge, "-n", ns, "-o", "json"]);
+    run.expect_code(3);
+    assert_eq!(run.json()["stage"], "exceedsMaxQuota", "{}", run.stdout);
+    assert_eq!(
+        run.json()["summary"],
+        format!(
+            "can never be admitted here: it asks for more than ClusterQueue team-a could ever give (Kueue: ExceedsMaxQuota: {})",
+            q["message"].as_str().unwrap()
+        )
+        .as_str()
+    );
+
+    // A ClusterQueue that does not admit the Workload's namespace.
+    k.apply(&k.job(ns, "job-sel", "q-sel"));
+    let sel = k.workload_of(ns, "job-sel");
+    let q = quota_said(&sel, "Misconfigured");
+    let run = c.dispatch(&["workload", &sel, "-n", ns, "-o", "json"]);
+    run.expect_code(3);
+    assert_eq!(run.json()["stage"], "misconfigured", "{}", run.stdout);
+    assert_eq!(
+        run.json()["summary"],
+        format!("cannot be admitted until Kueue's queues are fixed: {}", q["message"].as_str().unwrap()).as_str()
+    );
+
+    // Held back by an admission gate: Kueue copies the Job's annotation to its Workload.
+    let gated_job = k.job(ns, "job-gated", "q").replacen(
+        "  labels:\n",
+        "  annotations:\n    kueue.x-k8s.io/admission-gated-by: example.com/hold\n  labels:\n",
+        1,
+    );
+    k.apply(&gated_job);
+    let gated = k.workload_of(ns, "job-gated");
+    let w = eventually(&format!("Kueue copies the admission gate to {gated}"), Duration::from_secs(60), || {
+        let w = k.workload(ns, &gated);
+        let gate = &w["metadata"]["annotations"]["kueue.x-k8s.io/admission-gated-by"];
+        if gate == "example.com/hold" { Ok(w) } else { Err(w["metadata"].to_string()) }
+    });
+    assert_ne!(condition(&w, "QuotaReserved")["status"], "True", "{w}");
+    let run = c.dispatch(&["workload", &gated, "-n", ns]);
+    run.expect_code(3);
+    assert_eq!(
+        last_line(&run),
+        format!(
+            "Workload {ns}/{gated}: held back by example.com/hold (annotation kueue.x-k8s.io/admission-gated-by): it has not asked for quota yet"
+        )
+    );
+    assert_eq!(
+        c.dispatch(&["workload", &gated, "-n", ns, "-o", "json"]).json()["admissionGatedBy"],
+        "example.com/hold"
+    );
 }

@@ -1156,6 +1156,7 @@ fn the_design_quotes_every_reason_word_for_word() {
         cluster_queues: cq_names.iter().map(|n| n.to_string()).collect(),
         admission_check: check.map(String::from),
         lease: LeaseRef { namespace: "<namespace>".into(), name: "<name>".into() },
+        kueue_lease: LeaseRef::kueue_default(),
     };
     let facts = |cqs: Vec<ClusterQueue>, acs: Vec<AdmissionCheck>| GateFacts {
         cluster_queues: Fetched::Found(cqs),

@@ -152,6 +152,8 @@ proptest! {
             message: Some("waiting".into()),
             last_transition: condition_at,
         };
+        // Kueue's manager's Lease, judged beside dispatch's: the same times.
+        let kueue_lease = Some(Fetched::Found(lease.clone()));
         let input = WorkloadInput {
             workload: WorkloadFacts {
                 namespace: "team-a".into(),
@@ -169,6 +171,9 @@ proptest! {
                     requeue_after_seconds: requeue_after,
                     pod_set_updates: Vec::new(),
                 }],
+                admission_gated_by: None,
+                cluster_name: None,
+                nominated_cluster_names: Vec::new(),
             },
             local_queue: Fetched::Found(LocalQueue {
                 namespace: "team-a".into(),
@@ -177,6 +182,7 @@ proptest! {
             }),
             gate: gate_facts(lease),
             position: Position::NotServed,
+            kueue_lease,
         };
         let settings = GateSettings { lease: lease_ref(), ..GateSettings::default() };
         let first = workload::explain(&settings, &input, earlier);

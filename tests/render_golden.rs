@@ -23,6 +23,7 @@ use kubectl_dispatch::core::fetched::Fetched;
 use kubectl_dispatch::core::gate::{self, GateFacts, GateSettings};
 use kubectl_dispatch::core::holder::{HolderFacts, NodeFacts, PodFacts, Termination};
 use kubectl_dispatch::core::kueue::{AdmissionCheck, CheckState, Condition, LocalQueue, Workload};
+use kubectl_dispatch::core::kueue_lease;
 use kubectl_dispatch::core::lease::{self, LeaseFacts, LeaseRef};
 use kubectl_dispatch::core::waiting::{self, WaitingScope};
 use kubectl_dispatch::core::workload::{self, CheckDetail, PodSetUpdate, Position, WorkloadFacts, WorkloadInput};
@@ -94,6 +95,8 @@ struct GateInput {
     all_states: bool,
     namespace: Option<&'static str>,
     warnings: Vec<String>,
+    /// Kueue's own manager's Lease, read beside dispatch's; `None`: not read.
+    kueue_lease: Option<Fetched<LeaseFacts>>,
 }
 
 impl GateInput {
@@ -105,6 +108,7 @@ impl GateInput {
             all_states: false,
             namespace: Some("ml"),
             warnings: Vec::new(),
+            kueue_lease: None,
         }
     }
 
@@ -120,7 +124,15 @@ impl GateInput {
             let rows = ws.iter().flat_map(|w| waiting::select(w, &scope)).collect();
             waiting::finish(rows, &local_queues(), &scope)
         });
-        GateRun { report, waiting, namespace: self.namespace.map(String::from), warnings: self.warnings, now: now() }
+        let kueue_lease = self.kueue_lease.map(|f| kueue_lease::assess(&self.settings.kueue_lease, &f, now()));
+        GateRun {
+            report,
+            waiting,
+            namespace: self.namespace.map(String::from),
+            warnings: self.warnings,
+            now: now(),
+            kueue_lease,
+        }
     }
 }
 
@@ -271,6 +283,32 @@ fn gate_stale() {
     let mut workloads = two_waiting();
     workloads.push(workload("web", "render-frames-0", Some("team-a"), vec![check("Pending", "", 3 * 60 + 1)]));
     gate_golden("gate-stale", GateInput { namespace: None, ..GateInput::new(stale_facts(), workloads) });
+}
+
+/// Kueue's manager's Lease beside dispatch's: fresh (nothing shown but the JSON field and the
+/// metric), stale (a line under the chain), none (a manager without leader election) and
+/// forbidden, each said as such.
+#[test]
+fn gate_kueue_lease() {
+    let kueue = |holder: &str, age: i64| LeaseFacts {
+        holder: Some(holder.into()),
+        renew_time: Some(ago(secs(age) + micros(120_000))),
+        acquire_time: Some(ago(secs(3600))),
+        duration_seconds: Some(15),
+        transitions: Some(0),
+    };
+    let waiting = || {
+        vec![workload("ml", "train-llama-7b-x9k2", Some("team-a"), vec![check_state(CHECK, "Pending", "", secs(75))])]
+    };
+    let rule = "get leases.coordination.k8s.io \"c1f6bfd2.kueue.x-k8s.io\" in namespace kueue-system";
+    for (name, fetched) in [
+        ("gate-kueue-lease-fresh", Fetched::Found(kueue("kueue-controller-manager-5c9f7_3a1b", 2))),
+        ("gate-kueue-lease-stale", Fetched::Found(kueue("kueue-controller-manager-5c9f7_3a1b", 2 * 60 + 4))),
+        ("gate-kueue-lease-none", Fetched::Missing),
+        ("gate-kueue-lease-forbidden", forbidden(rule)),
+    ] {
+        gate_golden(name, GateInput { kueue_lease: Some(fetched), ..GateInput::new(healthy_facts(), waiting()) });
+    }
 }
 
 #[test]
@@ -524,6 +562,7 @@ fn explained(reserved: bool, checks: Vec<CheckDetail>) -> WorkloadFacts {
         admitted_in: reserved.then(|| "team-a".to_string()),
         conditions,
         checks,
+        ..Default::default()
     }
 }
 
@@ -535,8 +574,18 @@ fn provisioning_ac() -> AdmissionCheck {
 }
 
 fn workload_golden(name: &str, w: WorkloadFacts, gate: GateFacts, position: Position) {
+    workload_golden_with(name, w, gate, position, None);
+}
+
+fn workload_golden_with(
+    name: &str,
+    w: WorkloadFacts,
+    gate: GateFacts,
+    position: Position,
+    kueue_lease: Option<Fetched<LeaseFacts>>,
+) {
     let local_queue = Fetched::Found(local_queues().remove(0));
-    let input = WorkloadInput { workload: w, local_queue, gate, position };
+    let input = WorkloadInput { workload: w, local_queue, gate, position, kueue_lease };
     let run = WorkloadRun {
         explanation: workload::explain(&GateSettings::default(), &input, now()),
         warnings: vec![],
@@ -585,6 +634,40 @@ fn workload_unreadable_checks_and_position() {
     };
     let rule = "get localqueues/pendingworkloads.visibility.kueue.x-k8s.io \"user-queue\" in namespace ml";
     workload_golden("workload-forbidden", w, facts, Position::Forbidden(rule.into()));
+}
+
+/// Waiting for quota while Kueue's manager's Lease is stale: a clause in the sentence, a line
+/// above it, a field in JSON/YAML.
+#[test]
+fn workload_while_kueues_manager_is_down() {
+    let w = explained(false, vec![workload_check(CHECK, "Pending", "", 42)]);
+    let kueue = LeaseFacts {
+        holder: Some("kueue-controller-manager-5c9f7_3a1b".into()),
+        renew_time: Some(ago(secs(2 * 60 + 4) + micros(120_000))),
+        acquire_time: Some(ago(secs(3600))),
+        duration_seconds: Some(15),
+        transitions: Some(0),
+    };
+    workload_golden_with(
+        "workload-kueue-down",
+        w,
+        healthy_facts(),
+        Position::Found { cluster_queue: 0, local_queue: 0 },
+        Some(Fetched::Found(kueue)),
+    );
+}
+
+/// MultiKueue's placement: the worker cluster that admitted it (Kueue clears the nominated
+/// ones when it sets clusterName; the two are mutually exclusive).
+#[test]
+fn workload_placed_by_multikueue() {
+    let mut w = explained(true, vec![workload_check(CHECK, "Ready", "placed on far-1", 20)]);
+    w.conditions.insert(
+        "Admitted".into(),
+        kueue_condition("True", Some("Admitted"), Some("The workload is admitted"), secs(15)),
+    );
+    w.cluster_name = Some("worker-eu-1".into());
+    workload_golden("workload-multikueue", w, healthy_facts(), Position::NotAsked);
 }
 
 #[test]
@@ -689,6 +772,7 @@ fn doctor_facts(answer: impl Fn(&Access) -> Answer, identity: Option<Identity>) 
             pod: Fetched::Found(holder_pod(0, "True", None)),
             node: node("True", "KubeletReady"),
         }),
+        kueue_lease: None,
     }
 }
 
@@ -730,6 +814,23 @@ fn doctor_missing_rules() {
     doctor_golden("doctor-missing-rules", facts);
 }
 
+/// Kueue's manager's Lease gone stale: a warning of its own, which leaves doctor's verdict as
+/// it was (Kueue's heartbeat is context, not the gate's).
+#[test]
+fn doctor_kueue_lease_stale() {
+    let allowed = |a: &Access| if a.resource == "namespaces" { Answer::Denied(None) } else { Answer::Allowed };
+    let mut facts = doctor_facts(allowed, alice());
+    let stale = LeaseFacts {
+        holder: Some("kueue-controller-manager-5c9f7_3a1b".into()),
+        renew_time: Some(ago(secs(2 * 60 + 4) + micros(120_000))),
+        acquire_time: Some(ago(secs(3600))),
+        duration_seconds: Some(15),
+        transitions: Some(0),
+    };
+    facts.kueue_lease = Some((LeaseRef::kueue_default(), Fetched::Found(stale)));
+    doctor_golden("doctor-kueue-lease-stale", facts);
+}
+
 #[test]
 fn doctor_cannot_tell() {
     let mut facts = doctor_facts(
@@ -763,12 +864,19 @@ fn every_golden_file_is_rendered_by_a_test() {
         "workload-quota",
         "workload-forbidden",
         "workload-retry",
+        "workload-kueue-down",
+        "workload-multikueue",
         "lease-holder-restarting",
         "lease-holder-forbidden",
         "gate-holder-node-not-ready",
         "doctor-all-well",
         "doctor-missing-rules",
         "doctor-cannot-tell",
+        "doctor-kueue-lease-stale",
+        "gate-kueue-lease-fresh",
+        "gate-kueue-lease-stale",
+        "gate-kueue-lease-none",
+        "gate-kueue-lease-forbidden",
     ];
     let mut expected: BTreeSet<String> =
         names.iter().flat_map(|n| FORMATS.iter().map(move |(suffix, ..)| format!("{n}{suffix}"))).collect();

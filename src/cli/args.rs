@@ -183,11 +183,22 @@ pub struct LeaseTargetArgs {
     pub config: Option<PathBuf>,
 }
 
+/// Kueue's own manager's leader-election Lease, shown beside dispatch's as context.
+#[derive(Debug, Args, Default, Clone)]
+pub struct KueueLeaseArgs {
+    /// Kueue's manager's Lease, shown as context [default: kueue-system/c1f6bfd2.kueue.x-k8s.io]
+    #[arg(long, value_name = "NAMESPACE/NAME")]
+    pub kueue_lease: Option<LeaseRef>,
+}
+
 /// Which of dispatch's objects the gate reads. Flags win over `--config`.
 #[derive(Debug, Args, Default, Clone)]
 pub struct GateTargetArgs {
     #[command(flatten)]
     pub lease: LeaseTargetArgs,
+
+    #[command(flatten)]
+    pub kueue_lease: KueueLeaseArgs,
 
     /// dispatch's controllerName on AdmissionChecks [default: dispatch-admission]
     #[arg(long, value_name = "NAME")]
@@ -356,6 +367,9 @@ pub struct DoctorArgs {
     #[command(flatten)]
     pub lease: LeaseTargetArgs,
 
+    #[command(flatten)]
+    pub kueue_lease: KueueLeaseArgs,
+
     /// The gate's Workload reads to check: -n for one namespace, -A for all (as `gate` reads)
     #[command(flatten)]
     pub scope: ScopeArgs,
@@ -402,6 +416,9 @@ pub struct WorkloadArgs {
     #[command(flatten)]
     pub lease: LeaseTargetArgs,
 
+    #[command(flatten)]
+    pub kueue_lease: KueueLeaseArgs,
+
     /// dispatch's controllerName on AdmissionChecks [default: dispatch-admission]
     #[arg(long, value_name = "NAME")]
     pub controller_name: Option<String>,
@@ -420,6 +437,7 @@ impl WorkloadArgs {
     pub fn target(&self) -> GateTargetArgs {
         GateTargetArgs {
             lease: self.lease.clone(),
+            kueue_lease: self.kueue_lease.clone(),
             controller_name: self.controller_name.clone(),
             cluster_queues: Vec::new(),
             admission_check: self.admission_check.clone(),

@@ -122,6 +122,7 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
         }
         Command::Doctor(args) => Verb::Doctor {
             lease: lease_ref(&args.lease, &read_target_config(&args.lease)?)?,
+            kueue_lease: args.kueue_lease.kueue_lease.clone().unwrap_or_else(LeaseRef::kueue_default),
             output: (&args.output).into(),
             all_namespaces: scope.all_namespaces,
             rbac: args.rbac,
@@ -182,6 +183,7 @@ fn gate_settings(target: &GateTargetArgs) -> Result<GateSettings, Error> {
         cluster_queues,
         admission_check: target.admission_check.clone().or(file.admission_check),
         lease,
+        kueue_lease: target.kueue_lease.kueue_lease.clone().unwrap_or_else(LeaseRef::kueue_default),
     })
 }
 

@@ -18,6 +18,8 @@ use super::Deps;
 
 pub struct DoctorOptions<'a> {
     pub lease: &'a LeaseRef,
+    /// Kueue's own manager's Lease, a finding of its own (context, never a failure).
+    pub kueue_lease: &'a LeaseRef,
     pub output: Output,
     pub all_namespaces: bool,
     /// Print only the RBAC objects that grant what is missing.
@@ -33,14 +35,23 @@ pub async fn collect(conn: &Connection, opts: &DoctorOptions<'_>, log: &Log) -> 
         let holder = holder::read(conn, opts.lease, &fetched, log).await?;
         Ok::<_, Error>((fetched, holder))
     };
-    let (identity, answers, kueue, ns, (lease, holder)) = futures::try_join!(
+    let (identity, answers, kueue, ns, (lease, holder), kueue_lease) = futures::try_join!(
         review::identity(conn, log),
         reviews,
         kueue_served(conn, namespace, log),
         review::namespace(conn, &opts.lease.namespace, log),
         lease_and_holder,
+        fetch::lease(conn, opts.kueue_lease, log),
     )?;
-    Ok(DoctorFacts { identity, access: reads.into_iter().zip(answers).collect(), kueue, namespace: ns, lease, holder })
+    Ok(DoctorFacts {
+        identity,
+        access: reads.into_iter().zip(answers).collect(),
+        kueue,
+        namespace: ns,
+        lease,
+        holder,
+        kueue_lease: Some((opts.kueue_lease.clone(), kueue_lease)),
+    })
 }
 
 /// Discovery, then the gate's Kueue reads at the version the plugin would read, falling back as

@@ -7,6 +7,7 @@ use crate::cluster::reading::fetch::{self, Kueue};
 use crate::core::fetched::Fetched;
 use crate::core::gate::{self, GateFacts, GateSettings};
 use crate::core::kueue::{AdmissionCheck, ClusterQueue};
+use crate::core::kueue_lease;
 use crate::core::skew;
 use crate::core::waiting::{self, WaitingScope};
 use crate::error::Error;
@@ -33,12 +34,14 @@ pub struct Collected {
     pub server_date: Option<(k8s_openapi::jiff::Timestamp, k8s_openapi::jiff::Timestamp)>,
     /// Why Kueue's objects were read at another version than discovery chose.
     pub kueue_warning: Option<String>,
+    /// Kueue's own manager's Lease (context, never a check).
+    pub kueue_lease: Fetched<crate::core::lease::LeaseFacts>,
 }
 
 /// Reads everything the gate needs in two round trips: discovery alone (it also opens the
 /// connection, HTTP/2 where offered, that the rest share), then the Lease and every Kueue
 /// read concurrently (the holder's pod and its node after the Lease, for the outputs that show
-/// them). The Kueue reads run once more, at the next version served, only when
+/// them), Kueue's own manager's Lease beside dispatch's. The Kueue reads run once more, at the next version served, only when
 /// Kueue's conversion webhook does not answer ([`fetch::read_served`]).
 pub async fn collect(conn: &Connection, opts: &GateOptions<'_>, log: &Log) -> Result<Collected, Error> {
     let kueue = fetch::discover_kueue(conn, log).await?;
@@ -53,8 +56,9 @@ pub async fn collect(conn: &Connection, opts: &GateOptions<'_>, log: &Log) -> Re
         };
         Ok::<_, Error>((fetched, holder))
     };
-    let ((lease, holder), served) = futures::try_join!(
+    let ((lease, holder), kueue_lease, served) = futures::try_join!(
         lease_and_holder,
+        fetch::lease(conn, &opts.settings.kueue_lease, log),
         fetch::read_served(&kueue, log, async |k: &Kueue| kueue_reads(conn, k, opts, log).await),
     )?;
     let (cluster_queues, admission_checks, waiting) = served.value;
@@ -63,6 +67,7 @@ pub async fn collect(conn: &Connection, opts: &GateOptions<'_>, log: &Log) -> Re
         waiting,
         server_date: kueue.server_date,
         kueue_warning: served.warning,
+        kueue_lease,
     })
 }
 
@@ -105,7 +110,8 @@ pub fn judge(
         warnings.push(format!("cannot show waiting Workloads: missing RBAC: {}", d.rule));
     }
     let namespace = (!opts.all_namespaces).then(|| namespace.to_string());
-    GateRun { report, waiting: collected.waiting, namespace, warnings, now }
+    let kueue_lease = Some(kueue_lease::assess(&opts.settings.kueue_lease, &collected.kueue_lease, now));
+    GateRun { report, waiting: collected.waiting, namespace, warnings, now, kueue_lease }
 }
 
 pub async fn run(conn: &Connection, opts: &GateOptions<'_>, deps: &mut Deps<'_>) -> Result<Exit, Error> {

@@ -356,7 +356,8 @@ async fn follow(
         let report = gate::evaluate(opts.settings, &facts, now);
         let lqs = local_queues.fetched().found().cloned().unwrap_or_default();
         let waiting = waiting_rows(&workloads, &report, opts, &lqs);
-        let run = GateRun { report, waiting, namespace: namespace.clone(), warnings: Vec::new(), now };
+        let run =
+            GateRun { report, waiting, namespace: namespace.clone(), warnings: Vec::new(), now, kueue_lease: None };
         if live.wait {
             if run.report.verdict == Verdict::Yes {
                 crate::render::gate::render_to(&run, opts.output, deps.style, deps.out, deps.err)?;

@@ -17,7 +17,8 @@ use crate::report::workload::WorkloadRun;
 use super::Deps;
 
 /// Reads everything in three round trips: discovery; the Workload, the ClusterQueues, the
-/// AdmissionChecks and the Lease concurrently; then its LocalQueue and, when it waits for
+/// AdmissionChecks, the visibility API's discovery, the Lease and Kueue's manager's Lease
+/// concurrently; then its LocalQueue and, when it waits for
 /// quota, its place in the queue (and, with `holder_pod`, the Lease holder's pod and node, as
 /// `gate -o wide|json|yaml` shows them).
 pub async fn collect(
@@ -31,16 +32,22 @@ pub async fn collect(
     let namespace = conn.namespace.as_str();
     let kueue = fetch::discover_kueue(conn, log).await?;
     let reads = async |k: &Kueue| {
-        let (w, cqs, acs) = futures::try_join!(
+        let visibility = async { Ok::<_, Error>(read::visibility_versions(conn, log).await) };
+        let (w, cqs, acs, visibility) = futures::try_join!(
             read::workload(conn, k, namespace, name, log),
             fetch::cluster_queues(conn, k, log),
             fetch::admission_checks(conn, k, log),
+            visibility,
         )?;
         let waits = w.active && !w.conditions.get("QuotaReserved").is_some_and(|c| c.is_true());
         let (local_queue, position) = match &w.queue_name {
             Some(q) => {
                 let asked = async {
-                    if waits { read::position(conn, namespace, q, name, log).await } else { Position::NotAsked }
+                    if waits {
+                        read::position(conn, &visibility, namespace, q, name, log).await
+                    } else {
+                        Position::NotAsked
+                    }
                 };
                 let (lq, position) = futures::join!(read::local_queue(conn, k, namespace, q, log), asked);
                 (lq?, position)
@@ -57,13 +64,18 @@ pub async fn collect(
         };
         Ok::<_, Error>((fetched, holder))
     };
-    let ((lease, holder), served) = futures::try_join!(lease_and_holder, fetch::read_served(&kueue, log, reads))?;
+    let ((lease, holder), kueue_lease, served) = futures::try_join!(
+        lease_and_holder,
+        fetch::lease(conn, &settings.kueue_lease, log),
+        fetch::read_served(&kueue, log, reads)
+    )?;
     let (w, local_queue, cluster_queues, admission_checks, position) = served.value;
     let input = WorkloadInput {
         workload: w,
         local_queue,
         gate: GateFacts { cluster_queues, admission_checks, lease, holder },
         position,
+        kueue_lease: Some(kueue_lease),
     };
     Ok((input, served.warning, kueue.server_date))
 }

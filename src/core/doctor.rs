@@ -6,6 +6,7 @@ use k8s_openapi::jiff::Timestamp;
 
 use super::fetched::Fetched;
 use super::holder::{HolderFacts, PodState};
+use super::kueue_lease;
 use super::lease::{self, LeaseFacts, LeaseRef, LeaseState};
 
 /// One read the plugin (or the adapter) does, as an access review asks about it.
@@ -150,6 +151,8 @@ pub struct DoctorFacts {
     pub namespace: Fetched<()>,
     pub lease: Fetched<LeaseFacts>,
     pub holder: Option<HolderFacts>,
+    /// Kueue's own manager's Lease and what reading it gave; `None` when not read.
+    pub kueue_lease: Option<(LeaseRef, Fetched<LeaseFacts>)>,
 }
 
 /// How a finding weighs.
@@ -224,6 +227,9 @@ pub fn evaluate(lease_ref: &LeaseRef, facts: &DoctorFacts, now: Timestamp) -> Do
             detail: pod.sentence(),
             access: None,
         });
+    }
+    if let Some((kueue_ref, fetched)) = &facts.kueue_lease {
+        findings.push(kueue_lease_finding(&kueue_lease::assess(kueue_ref, fetched, now)));
     }
     let missing: Vec<Access> =
         facts.access.iter().filter(|(_, answer)| matches!(answer, Answer::Denied(_))).map(|(a, _)| a.clone()).collect();
@@ -303,6 +309,20 @@ fn lease_finding(lease_ref: &LeaseRef, state: &LeaseState) -> Finding {
 /// accepts: a ClusterRole and ClusterRoleBinding for the cluster-wide reads, a Role and
 /// RoleBinding per namespace for the others. The subject is the caller (a ServiceAccount when
 /// the username is one), else a placeholder to replace.
+/// Kueue's manager's heartbeat: context, so never worse than a warning, and a warning only when
+/// its Lease shows that no manager leads. No Lease (a manager without leader election) and a
+/// read deploy/rbac.yaml does not grant are said as such, as ok: nothing is wrong with either.
+fn kueue_lease_finding(a: &lease::LeaseAssessment) -> Finding {
+    let level = if kueue_lease::is_down(a) { Level::Warning } else { Level::Ok };
+    Finding {
+        area: "kueue manager",
+        check: "Kueue's manager holds its Lease (context)".into(),
+        level,
+        detail: kueue_lease::sentence(a),
+        access: None,
+    }
+}
+
 pub fn rbac_yaml(missing: &[Access], identity: Option<&Identity>) -> String {
     let username = identity.map(|i| i.username.as_str());
     let object = format!("kubectl-dispatch-doctor-{}", slug(username.unwrap_or("user")));
@@ -444,6 +464,7 @@ mod tests {
                 transitions: None,
             }),
             holder: None,
+            kueue_lease: None,
         }
     }
 

@@ -25,6 +25,9 @@ pub struct GateSettings {
     pub cluster_queues: Vec<String>,
     pub admission_check: Option<String>,
     pub lease: LeaseRef,
+    /// Kueue's own manager's Lease, read beside dispatch's and shown as context, never judged
+    /// as a check.
+    pub kueue_lease: LeaseRef,
 }
 
 impl Default for GateSettings {
@@ -34,6 +37,7 @@ impl Default for GateSettings {
             cluster_queues: Vec::new(),
             admission_check: None,
             lease: LeaseRef::default(),
+            kueue_lease: LeaseRef::kueue_default(),
         }
     }
 }

@@ -26,6 +26,14 @@ impl Default for LeaseRef {
     }
 }
 
+impl LeaseRef {
+    /// Kueue's own manager's leader-election Lease: `DefaultLeaderElectionID` in the manager's
+    /// namespace (kueue-system by default).
+    pub fn kueue_default() -> Self {
+        LeaseRef { namespace: "kueue-system".into(), name: "c1f6bfd2.kueue.x-k8s.io".into() }
+    }
+}
+
 impl fmt::Display for LeaseRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}", self.namespace, self.name)

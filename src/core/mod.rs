@@ -7,6 +7,7 @@ pub mod gate;
 pub mod heartbeat;
 pub mod holder;
 pub mod kueue;
+pub mod kueue_lease;
 pub mod lease;
 pub mod link;
 pub mod skew;

@@ -11,7 +11,8 @@ use super::duration::{human, human_up};
 use super::fetched::Fetched;
 use super::gate::{self, Chain, CheckKind, GateFacts, GateSettings, Outcome};
 use super::kueue::{AdmissionCheck, Condition, LocalQueue};
-use super::lease::{LeaseAssessment, LeaseState};
+use super::kueue_lease;
+use super::lease::{LeaseAssessment, LeaseFacts, LeaseState};
 use super::verdict::Verdict;
 
 /// A Workload as `workload` reads it: more of it than the gate's list keeps.
@@ -25,6 +26,12 @@ pub struct WorkloadFacts {
     pub active: bool,
     /// `status.admission.clusterQueue`: set while quota is reserved.
     pub admitted_in: Option<String>,
+    /// The annotation `kueue.x-k8s.io/admission-gated-by`: who holds it back before quota.
+    pub admission_gated_by: Option<String>,
+    /// MultiKueue's `status.clusterName`: the worker cluster that admitted it.
+    pub cluster_name: Option<String>,
+    /// MultiKueue's `status.nominatedClusterNames`: the worker clusters it was nominated to.
+    pub nominated_cluster_names: Vec<String>,
     /// Kueue's conditions by type (QuotaReserved, Admitted, Evicted, Finished, ...).
     pub conditions: BTreeMap<String, Condition>,
     /// `status.admissionChecks`, in Kueue's order.
@@ -94,6 +101,8 @@ pub struct WorkloadInput {
     /// The ClusterQueues, AdmissionChecks and the Lease, as the gate reads them.
     pub gate: GateFacts,
     pub position: Position,
+    /// Kueue's own manager's Lease, read beside dispatch's; `None` when not read.
+    pub kueue_lease: Option<Fetched<LeaseFacts>>,
 }
 
 /// A check of the Workload, with whose it is.
@@ -129,6 +138,12 @@ pub enum Stage {
     NoQueue,
     QueueMissing,
     WaitingForQuota,
+    /// Held back before quota by `kueue.x-k8s.io/admission-gated-by`.
+    AdmissionGated,
+    /// Kueue says it asks for more than its ClusterQueue could ever give (`ExceedsMaxQuota`).
+    ExceedsMaxQuota,
+    /// Kueue says something about its queues is wrong (`Misconfigured`).
+    Misconfigured,
     Rejected,
     Retry,
     WaitingAtDispatch,
@@ -145,6 +160,9 @@ impl Stage {
             Stage::NoQueue => "noQueue",
             Stage::QueueMissing => "queueMissing",
             Stage::WaitingForQuota => "waitingForQuota",
+            Stage::AdmissionGated => "admissionGated",
+            Stage::ExceedsMaxQuota => "exceedsMaxQuota",
+            Stage::Misconfigured => "misconfigured",
             Stage::Rejected => "rejected",
             Stage::Retry => "retry",
             Stage::WaitingAtDispatch => "waitingAtDispatch",
@@ -178,6 +196,11 @@ pub struct Explanation {
     /// AdmissionChecks could not be read, so it might be).
     pub gate: Option<Chain>,
     pub lease: Option<LeaseAssessment>,
+    /// Kueue's own manager's Lease (context); `None` when it was not read.
+    pub kueue_lease: Option<LeaseAssessment>,
+    pub admission_gated_by: Option<String>,
+    pub cluster_name: Option<String>,
+    pub nominated_cluster_names: Vec<String>,
     pub position: Position,
     pub stage: Stage,
     /// The closing sentence.
@@ -240,12 +263,24 @@ pub fn explain(settings: &GateSettings, input: &WorkloadInput, now: Timestamp) -
         checks,
         gate,
         lease,
+        kueue_lease: input.kueue_lease.as_ref().map(|f| kueue_lease::assess(&settings.kueue_lease, f, now)),
+        admission_gated_by: w.admission_gated_by.clone(),
+        cluster_name: w.cluster_name.clone(),
+        nominated_cluster_names: w.nominated_cluster_names.clone(),
         position,
         // Decided just below, from the rest.
         stage: Stage::WaitingForAdmission,
         summary: String::new(),
     };
-    let (stage, summary) = conclude(&e, &input.local_queue);
+    let (stage, mut summary) = conclude(&e, &input.local_queue);
+    // Kueue's manager down: nothing it waits for from Kueue will come.
+    if matches!(
+        stage,
+        Stage::WaitingForQuota | Stage::WaitingAtDispatch | Stage::WaitingAtCheck | Stage::WaitingForAdmission
+    ) && let Some(clause) = e.kueue_lease.as_ref().and_then(kueue_lease::clause)
+    {
+        summary.push_str(&clause);
+    }
     e.stage = stage;
     e.summary = summary;
     e
@@ -288,6 +323,17 @@ fn conclude(e: &Explanation, local_queue: &Fetched<LocalQueue>) -> (Stage, Strin
     let Some(lq) = &e.local_queue else {
         return (Stage::NoQueue, "waits for nothing: spec.queueName is empty, so no Kueue queue holds it".into());
     };
+    if !e.quota_reserved
+        && let Some(gates) = &e.admission_gated_by
+    {
+        return (
+            Stage::AdmissionGated,
+            format!(
+                "held back by {} (annotation kueue.x-k8s.io/admission-gated-by): it has not asked for quota yet",
+                gates.split(',').map(str::trim).filter(|g| !g.is_empty()).collect::<Vec<_>>().join(", ")
+            ),
+        );
+    }
     if !e.quota_reserved {
         if let Fetched::Missing = local_queue
             && e.cluster_queue.is_none()
@@ -313,6 +359,30 @@ fn conclude(e: &Explanation, local_queue: &Fetched<LocalQueue>) -> (Stage, Strin
             _ => String::new(),
         };
         let at = if e.checks.iter().any(|c| c.dispatch) { ", not yet at dispatch's check" } else { "" };
+        // Kueue v0.19's reasons (gate UnadmittedWorkloadsObservability); older lines say
+        // Pending and keep the sentence below.
+        let quota = cond("QuotaReserved").filter(|c| !c.is_true());
+        match quota.and_then(|c| c.reason.as_deref()) {
+            Some("ExceedsMaxQuota") => {
+                let cq = e
+                    .cluster_queue
+                    .as_deref()
+                    .map(|cq| format!("ClusterQueue {cq}"))
+                    .unwrap_or("its ClusterQueue".into());
+                return (
+                    Stage::ExceedsMaxQuota,
+                    format!(
+                        "can never be admitted here: it asks for more than {cq} could ever give{}",
+                        kueue_says(quota)
+                    ),
+                );
+            }
+            Some("Misconfigured") => {
+                let what = quota.and_then(|c| c.message.as_deref()).filter(|m| !m.is_empty()).unwrap_or("no message");
+                return (Stage::Misconfigured, format!("cannot be admitted until Kueue's queues are fixed: {what}"));
+            }
+            _ => {}
+        }
         return (
             Stage::WaitingForQuota,
             format!("waits for quota{place}{at}{}{evicted}", kueue_says(cond("QuotaReserved"))),
@@ -423,6 +493,9 @@ mod tests {
             queue_name: Some("q".into()),
             active: true,
             admitted_in: Some("team-a".into()),
+            admission_gated_by: None,
+            cluster_name: None,
+            nominated_cluster_names: Vec::new(),
             conditions: BTreeMap::from([
                 ("QuotaReserved".into(), cond("True", "QuotaReserved", "Quota reserved in ClusterQueue team-a")),
                 ("Admitted".into(), cond("False", "UnsatisfiedChecks", "The workload has not all checks ready")),
@@ -480,8 +553,87 @@ mod tests {
     }
 
     fn explain_at(w: WorkloadFacts, gate: GateFacts, position: Position) -> Explanation {
-        let input = WorkloadInput { workload: w, local_queue: lq(), gate, position };
+        let input = WorkloadInput { workload: w, local_queue: lq(), gate, position, kueue_lease: None };
         explain(&GateSettings::default(), &input, now())
+    }
+
+    fn kueue_lease(renewed_ago: i64) -> Fetched<LeaseFacts> {
+        Fetched::Found(LeaseFacts {
+            holder: Some("kueue-controller-manager-0_1".into()),
+            renew_time: Some(ago(renewed_ago)),
+            acquire_time: None,
+            duration_seconds: Some(15),
+            transitions: Some(0),
+        })
+    }
+
+    fn explain_with_kueue(w: WorkloadFacts, kueue: Fetched<LeaseFacts>) -> Explanation {
+        let input = WorkloadInput {
+            workload: w,
+            local_queue: lq(),
+            gate: facts(2),
+            position: Position::NotServed,
+            kueue_lease: Some(kueue),
+        };
+        explain(&GateSettings::default(), &input, now())
+    }
+
+    #[test]
+    fn kueues_manager_down_is_said_where_the_workload_waits_for_kueue() {
+        let e = explain_with_kueue(pending_quota(), kueue_lease(100));
+        assert_eq!(e.stage, Stage::WaitingForQuota);
+        assert!(
+            e.summary.ends_with(
+                "; Kueue's manager is down (its Lease kueue-system/c1f6bfd2.kueue.x-k8s.io has been stale for 70s), so nothing is admitted until it is back"
+            ),
+            "{}",
+            e.summary
+        );
+        let e = explain_with_kueue(reserved(vec![check("dispatch", "Pending", "")]), kueue_lease(100));
+        assert_eq!(e.stage, Stage::WaitingAtDispatch);
+        assert!(e.summary.contains("; Kueue's manager is down ("), "{}", e.summary);
+        // A leading manager, no Lease (no leader election) and a forbidden read add nothing.
+        for kueue in [kueue_lease(2), Fetched::Missing, Fetched::Forbidden(Denied { rule: "get leases".into() })] {
+            let e = explain_with_kueue(pending_quota(), kueue);
+            assert!(!e.summary.contains("Kueue's manager"), "{}", e.summary);
+        }
+        // Admitted: nothing waits for Kueue.
+        let mut admitted = reserved(vec![check("dispatch", "Ready", "")]);
+        admitted.conditions.insert("Admitted".into(), cond("True", "Admitted", "The workload is admitted"));
+        assert_eq!(explain_with_kueue(admitted, kueue_lease(100)).summary, "admitted");
+    }
+
+    #[test]
+    fn v0_19_reasons_read_as_kueue_means_them() {
+        let with_quota = |reason: &str, message: &str| WorkloadFacts {
+            conditions: BTreeMap::from([("QuotaReserved".into(), cond("False", reason, message))]),
+            ..pending_quota()
+        };
+        let e = explain_at(
+            with_quota("ExceedsMaxQuota", "insufficient quota for cpu: 9 > 8"),
+            facts(2),
+            Position::NotServed,
+        );
+        assert_eq!(e.stage, Stage::ExceedsMaxQuota);
+        assert_eq!(
+            e.summary,
+            "can never be admitted here: it asks for more than ClusterQueue team-a could ever give (Kueue: ExceedsMaxQuota: insufficient quota for cpu: 9 > 8)"
+        );
+        let e =
+            explain_at(with_quota("Misconfigured", "ClusterQueue team-z doesn't exist"), facts(2), Position::NotServed);
+        assert_eq!(e.stage, Stage::Misconfigured);
+        assert_eq!(e.summary, "cannot be admitted until Kueue's queues are fixed: ClusterQueue team-z doesn't exist");
+        let e = explain_at(with_quota("WaitingForQuota", "insufficient unused quota"), facts(2), Position::NotServed);
+        assert_eq!(e.stage, Stage::WaitingForQuota);
+        let mut gated = pending_quota();
+        gated.conditions.clear();
+        gated.admission_gated_by = Some("example.com/gate-a, example.com/gate-b".into());
+        let e = explain_at(gated, facts(2), Position::NotServed);
+        assert_eq!(e.stage, Stage::AdmissionGated);
+        assert_eq!(
+            e.summary,
+            "held back by example.com/gate-a, example.com/gate-b (annotation kueue.x-k8s.io/admission-gated-by): it has not asked for quota yet"
+        );
     }
 
     #[test]
@@ -631,6 +783,7 @@ mod tests {
             local_queue: Fetched::Missing,
             gate: facts(2),
             position: Position::NotServed,
+            kueue_lease: None,
         };
         let e = explain(&GateSettings::default(), &input, now());
         assert_eq!(
@@ -656,6 +809,7 @@ mod tests {
             local_queue: Fetched::Forbidden(Denied { rule: "get localqueues".into() }),
             gate: facts(2),
             position: Position::NotServed,
+            kueue_lease: None,
         };
         let e = explain(&GateSettings::default(), &input, now());
         assert_eq!(e.local_queue_forbidden.as_deref(), Some("get localqueues"));

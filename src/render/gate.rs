@@ -80,6 +80,10 @@ fn text(run: &GateRun, output: Output, style: Style, lines: &mut Lines<'_>) -> i
         }
         chain_lines(&shown, &run.report.lease.lease.to_string(), output.no_headers, style, lines)?;
     }
+    // Kueue's own heartbeat, as context under the chains: only when no manager is shown to lead.
+    if let Some(note) = run.kueue_lease.as_ref().and_then(crate::core::kueue_lease::note) {
+        writeln!(lines.note(), "{}", escape(&note))?;
+    }
     if let Some(waiting) = run.waiting.found()
         && !waiting.is_empty()
     {

@@ -10,6 +10,7 @@
 use std::io::{self, Write};
 
 use crate::core::gate::{Chain, CheckKind};
+use crate::core::kueue_lease;
 use crate::core::lease::LeaseState;
 use crate::core::verdict::Verdict;
 use crate::report::GateRun;
@@ -25,6 +26,9 @@ struct Family {
     name: &'static str,
     help: &'static str,
     samples: fn(&GateRun, &mut Vec<Sample>),
+    /// Written only when some context has samples: Kueue's Lease families, which a run that
+    /// did not read that Lease has nothing for.
+    optional: bool,
 }
 
 /// A sample: label pairs (the context's is put first) and a value.
@@ -38,41 +42,61 @@ const FAMILIES: &[Family] = &[
         name: "kubectl_dispatch_gate_verdict",
         help: "ReadmissionGate of a ClusterQueue as the adapter judges it: 1 for the verdict it has (yes: the adapter writes; no: observe-only; unknown: a read that decides was forbidden), 0 for the others.",
         samples: verdicts,
+        optional: false,
     },
     Family {
         name: "kubectl_dispatch_gate_check",
         help: "Each of the gate's four checks on a ClusterQueue (listed, controllerName, active, leaseHeartbeat): 1 for its result (pass, fail, unknown), 0 for the others.",
         samples: checks,
+        optional: false,
     },
     Family {
         name: "kubectl_dispatch_lease_status",
         help: "The controller's leader-election Lease as a heartbeat: 1 for its status (fresh, stale, no holder, never renewed, missing, forbidden), 0 for the others.",
         samples: lease_status,
+        optional: false,
     },
     Family {
         name: "kubectl_dispatch_lease_renewal_age_seconds",
         help: "Seconds from the Lease's renewTime to the evaluation (negative when renewTime lies in the future); absent when the Lease has no renewTime or cannot be read.",
         samples: lease_age,
+        optional: false,
     },
     Family {
         name: "kubectl_dispatch_lease_limit_seconds",
         help: "The Lease's heartbeat limit, 2 x leaseDurationSeconds: a renewal older than this is stale.",
         samples: lease_limit,
+        optional: false,
     },
     Family {
         name: "kubectl_dispatch_lease_renew_time_seconds",
         help: "The Lease's renewTime as seconds since the Unix epoch, for alerts on time() - renewTime.",
         samples: lease_renew_time,
+        optional: false,
+    },
+    Family {
+        name: "kubectl_dispatch_kueue_lease_status",
+        help: "Kueue's own manager's leader-election Lease (context, never a check of the gate): 1 for its status (fresh, stale, no holder, never renewed, no lease: a manager without leader election, forbidden), 0 for the others.",
+        samples: kueue_lease_status,
+        optional: true,
+    },
+    Family {
+        name: "kubectl_dispatch_kueue_lease_renewal_age_seconds",
+        help: "Seconds from Kueue's manager's Lease renewTime to the evaluation; absent when it has no renewTime or cannot be read.",
+        samples: kueue_lease_age,
+        optional: true,
     },
     Family {
         name: "kubectl_dispatch_waiting_workloads",
         help: "Workloads that reserved quota in the ClusterQueue and wait at dispatch's Pending check (in the namespace read, or every namespace with -A); absent when Workloads may not be listed.",
         samples: waiting,
+        optional: false,
     },
     Family {
         name: "kubectl_dispatch_gate_evaluated_timestamp_seconds",
         help: "When the gate was evaluated (the reads began), as seconds since the Unix epoch.",
         samples: evaluated,
+        optional: false,
     },
 ];
 
@@ -110,6 +134,9 @@ pub fn render(results: &[Context<'_>], out: &mut dyn Write) -> io::Result<()> {
                     s.labels.insert(0, ("context", r.name.to_string()));
                 }
             }
+        }
+        if f.optional && samples.is_empty() {
+            continue;
         }
         family(&mut text, f.name, f.help, samples.into_iter());
     }
@@ -217,6 +244,25 @@ fn lease_limit(run: &GateRun, out: &mut Vec<Sample>) {
 fn lease_renew_time(run: &GateRun, out: &mut Vec<Sample>) {
     if let Some(renewed) = run.report.lease.facts.as_ref().and_then(|f| f.renew_time) {
         out.push(Sample { labels: vec![lease_label(run)], value: unix_seconds(renewed) });
+    }
+}
+
+fn kueue_lease_status(run: &GateRun, out: &mut Vec<Sample>) {
+    let Some(a) = &run.kueue_lease else { return };
+    let status = kueue_lease::status(a);
+    for s in kueue_lease::STATUSES {
+        out.push(Sample {
+            labels: vec![("lease", a.lease.to_string()), ("status", s.into())],
+            value: one(status == s),
+        });
+    }
+}
+
+fn kueue_lease_age(run: &GateRun, out: &mut Vec<Sample>) {
+    let Some(a) = &run.kueue_lease else { return };
+    if let Some(renewed) = a.facts.as_ref().and_then(|f| f.renew_time) {
+        let age = run.now.duration_since(renewed).as_secs_f64();
+        out.push(Sample { labels: vec![("lease", a.lease.to_string())], value: age });
     }
 }
 

@@ -54,6 +54,9 @@ fn text(run: &WorkloadRun, output: Output, style: Style, lines: &mut Lines<'_>) 
         if e.active { "" } else { " (spec.active: false)" }
     )?;
     writeln!(lines.note(), "{}", path(e))?;
+    if let Some(placement) = multi_kueue(e) {
+        writeln!(lines.note(), "{placement}")?;
+    }
 
     let conditions = ordered(&e.conditions);
     if !conditions.is_empty() {
@@ -107,8 +110,23 @@ fn text(run: &WorkloadRun, output: Output, style: Style, lines: &mut Lines<'_>) 
             }
         }
     }
+    // Kueue's own heartbeat, as context: only when no manager is shown to lead.
+    if let Some(note) = e.kueue_lease.as_ref().and_then(crate::core::kueue_lease::note) {
+        writeln!(lines.note())?;
+        writeln!(lines.note(), "{}", escape(&note))?;
+    }
     writeln!(lines.note())?;
     writeln!(lines.note(), "Workload {}/{}: {}", escape(&e.namespace), escape(&e.name), escape(&e.summary))
+}
+
+/// `MultiKueue: nominated to worker-a, worker-b; admitted on worker-a`, when Kueue placed it.
+fn multi_kueue(e: &Explanation) -> Option<String> {
+    let nominated = (!e.nominated_cluster_names.is_empty()).then(|| {
+        format!("nominated to {}", e.nominated_cluster_names.iter().map(|c| escape(c)).collect::<Vec<_>>().join(", "))
+    });
+    let admitted = e.cluster_name.as_deref().map(|c| format!("admitted on {}", escape(c)));
+    let parts: Vec<String> = nominated.into_iter().chain(admitted).collect();
+    (!parts.is_empty()).then(|| format!("MultiKueue: {}", parts.join("; ")))
 }
 
 /// `LocalQueue q -> ClusterQueue team-a`, and where the ClusterQueue came from.

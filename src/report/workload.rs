@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 
-use super::{ChainDoc, ConditionDoc, LeaseDoc, SCHEMA, chain_doc, lease_doc, micro, seconds};
+use super::{
+    ChainDoc, ConditionDoc, KueueLeaseDoc, LeaseDoc, SCHEMA, chain_doc, kueue_lease_doc, lease_doc, micro, seconds,
+};
 use crate::core::kueue::Condition;
 use crate::core::workload::{CheckView, Explanation, Position, QueueSource};
 
@@ -27,7 +29,8 @@ pub struct WorkloadDocument {
     pub namespace: String,
     pub name: String,
     /// Where it is, in one word: admitted, finished, deactivated, noQueue, queueMissing,
-    /// waitingForQuota, rejected, retry, waitingAtDispatch, waitingAtCheck, waitingForAdmission.
+    /// waitingForQuota, admissionGated, exceedsMaxQuota, misconfigured, rejected, retry,
+    /// waitingAtDispatch, waitingAtCheck, waitingForAdmission.
     pub stage: &'static str,
     /// The closing sentence: where it is stuck and why.
     pub summary: String,
@@ -42,8 +45,27 @@ pub struct WorkloadDocument {
     pub gate: Option<ChainDoc>,
     /// The controller's Lease, with the gate; else `null`.
     pub lease: Option<LeaseDoc>,
+    /// Kueue's own manager's Lease, as context (absent when not read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kueue_lease: Option<KueueLeaseDoc>,
+    /// The annotation `kueue.x-k8s.io/admission-gated-by`, when it holds the Workload back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub admission_gated_by: Option<String>,
+    /// MultiKueue's placement, when Kueue recorded one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub multi_kueue: Option<MultiKueueDoc>,
     pub position: PositionDoc,
     pub warnings: Vec<String>,
+}
+
+/// Where MultiKueue placed the Workload.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MultiKueueDoc {
+    /// `status.clusterName`: the worker cluster that admitted it; `null` before one did.
+    pub cluster_name: Option<String>,
+    /// `status.nominatedClusterNames`: the worker clusters it was nominated to.
+    pub nominated_cluster_names: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -218,6 +240,12 @@ impl WorkloadRun {
             admission_checks: e.checks.iter().map(check_doc).collect(),
             gate: e.gate.as_ref().zip(e.lease.as_ref()).map(|(c, l)| chain_doc(c, l)),
             lease: e.lease.as_ref().map(lease_doc),
+            kueue_lease: e.kueue_lease.as_ref().map(kueue_lease_doc),
+            admission_gated_by: e.admission_gated_by.clone(),
+            multi_kueue: (e.cluster_name.is_some() || !e.nominated_cluster_names.is_empty()).then(|| MultiKueueDoc {
+                cluster_name: e.cluster_name.clone(),
+                nominated_cluster_names: e.nominated_cluster_names.clone(),
+            }),
             position: position_doc(&e.position),
             warnings: self.warnings.clone(),
         }

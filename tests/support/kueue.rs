@@ -27,9 +27,21 @@ pub struct Kueue {
 
 impl Kueue {
     pub fn start(version: &'static str) -> Kueue {
-        let cluster = Cluster::start_with_kueue_manager(version);
+        Kueue::start_and(version, &[])
+    }
+
+    /// [`Kueue::start`] with more of the harness's Kueue flags (`--kueue-leader-elect`,
+    /// `--kueue-v1beta2-only`).
+    pub fn start_and(version: &'static str, flags: &[&str]) -> Kueue {
+        let cluster = Cluster::start_with_kueue_manager_and(version, flags);
         let api = if version == "v0.14.0" { "kueue.x-k8s.io/v1beta1" } else { "kueue.x-k8s.io/v1beta2" };
         Kueue { cluster, version, api }
+    }
+
+    /// Whether this Kueue line's manager serves its visibility API on the test cluster (the
+    /// harness can choose its address from v0.17).
+    pub fn serves_visibility(&self) -> bool {
+        !matches!(self.version, "v0.14.0" | "v0.15.0")
     }
 
     pub fn apply(&self, yaml: &str) {

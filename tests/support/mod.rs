@@ -74,9 +74,12 @@ impl Cluster {
     }
 
     /// A new cluster with Kueue `version` running: its own controller manager, every CRD of
-    /// the version, its webhooks registered (see `support::kueue`).
-    pub fn start_with_kueue_manager(version: &str) -> Cluster {
-        Cluster::start_with(version, &["--kueue-manager"])
+    /// the version, its webhooks registered (see `support::kueue`), and more of the harness's
+    /// Kueue flags (`--kueue-leader-elect`, `--kueue-v1beta2-only`).
+    pub fn start_with_kueue_manager_and(version: &str, flags: &[&str]) -> Cluster {
+        let mut extra = vec!["--kueue-manager"];
+        extra.extend_from_slice(flags);
+        Cluster::start_with(version, &extra)
     }
 
     /// A new cluster whose kube-apiserver serves lists and watches from etcd rather than its
@@ -163,6 +166,11 @@ impl Cluster {
 
     pub fn start_kueue_manager(&self) {
         self.harness("start-kueue-manager");
+    }
+
+    /// SIGKILLs Kueue's manager: a Lease it held keeps its holder and goes stale.
+    pub fn kill_kueue_manager(&self) {
+        self.harness("kill-kueue-manager");
     }
 
     /// Kueue's manager's log (`--kueue-manager`).

@@ -132,6 +132,10 @@ pub struct WorkloadStatus {
     conditions: Vec<WireCondition>,
     admission: Option<Admission>,
     admission_checks: Vec<WireCheckState>,
+    /// MultiKueue: the worker cluster that admitted it.
+    cluster_name: Option<String>,
+    /// MultiKueue: the worker clusters it was nominated to.
+    nominated_cluster_names: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -253,6 +257,10 @@ pub fn workload(o: &WireWorkload) -> Workload {
     }
 }
 
+/// Kueue's annotation that holds a Workload back before quota (Kueue v0.17 alpha, v0.19 beta):
+/// a comma-separated list of the controllers that must remove themselves first.
+const ADMISSION_GATED_BY: &str = "kueue.x-k8s.io/admission-gated-by";
+
 /// The whole Workload, as `workload` explains it.
 pub fn workload_facts(o: &WireWorkload) -> WorkloadFacts {
     let status = o.status.clone().unwrap_or_default();
@@ -262,6 +270,15 @@ pub fn workload_facts(o: &WireWorkload) -> WorkloadFacts {
         queue_name: o.spec.queue_name.clone().filter(|q| !q.is_empty()),
         active: o.spec.active.unwrap_or(true),
         admitted_in: status.admission.and_then(|a| a.cluster_queue),
+        admission_gated_by: o
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(ADMISSION_GATED_BY))
+            .filter(|v| !v.trim().is_empty())
+            .cloned(),
+        cluster_name: status.cluster_name.clone().filter(|c| !c.is_empty()),
+        nominated_cluster_names: status.nominated_cluster_names.clone(),
         conditions: status.conditions.iter().map(|c| (c.type_.clone(), Condition::from(c))).collect(),
         checks: status
             .admission_checks

@@ -97,12 +97,42 @@ struct PendingWorkload {
     position_in_local_queue: i32,
 }
 
+/// The versions of Kueue's visibility API to read, chosen from discovery as Kueue's own are:
+/// v1beta2 (Kueue v0.15 and later), then v1beta1 (gone from Kueue v0.20), among those the
+/// aggregation layer lists for the group (every registered APIService, available or not). Empty
+/// when the group is not served. When discovery itself fails (forbidden, an error), both are
+/// left to try, in that order: the read says what is wrong.
+pub async fn visibility_versions(conn: &Connection, log: &Log) -> Vec<&'static str> {
+    const ORDER: [&str; 2] = ["v1beta2", "v1beta1"];
+    let path = format!("/apis/{VISIBILITY}");
+    let started = Instant::now();
+    let Ok(request) = http::Request::get(&path).body(Vec::<u8>::new()) else { return ORDER.to_vec() };
+    let result = conn.client.request::<k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroup>(request).await;
+    log.info(6, &format!("GET {path} {} in {}ms", fetch::outcome(&result), started.elapsed().as_millis()));
+    match result {
+        Ok(group) => {
+            let served: Vec<&str> = group.versions.iter().map(|v| v.version.as_str()).collect();
+            ORDER.into_iter().filter(|v| served.contains(v)).collect()
+        }
+        Err(kube::Error::Api(s)) if s.code == 404 => Vec::new(),
+        Err(_) => ORDER.to_vec(),
+    }
+}
+
 /// The Workload's place among the pending Workloads of its LocalQueue, from Kueue's
-/// visibility API (v1beta2, served from Kueue v0.15, else v1beta1). Never an error: a group
-/// not served, a forbidden read or a failing server become a [`Position`] the output notes.
-pub async fn position(conn: &Connection, namespace: &str, local_queue: &str, name: &str, log: &Log) -> Position {
+/// visibility API at `versions` ([`visibility_versions`], most preferred first). Never an
+/// error: a group not served, a forbidden read or a failing server become a [`Position`] the
+/// output notes.
+pub async fn position(
+    conn: &Connection,
+    versions: &[&str],
+    namespace: &str,
+    local_queue: &str,
+    name: &str,
+    log: &Log,
+) -> Position {
     let mut last = Position::NotServed;
-    for version in ["v1beta2", "v1beta1"] {
+    for version in versions {
         let path =
             format!("/apis/{VISIBILITY}/{version}/namespaces/{namespace}/localqueues/{local_queue}/pendingworkloads");
         let started = Instant::now();

@@ -44,6 +44,15 @@ type config struct {
 	kueueManagerBin string
 	// noWatchCache: lists and watches are served from etcd (start --no-watch-cache).
 	noWatchCache bool
+	// kueueLeaderElect: Kueue's manager runs with leader election on, holding its Lease
+	// kueue-system/c1f6bfd2.kueue.x-k8s.io (--kueue-leader-elect).
+	kueueLeaderElect bool
+	// kueueV1beta2Only: Kueue's CRDs serve v1beta2 alone and only the v1beta2 visibility
+	// APIService is registered, as Kueue v0.20 installs (--kueue-v1beta2-only).
+	kueueV1beta2Only bool
+	// kueueFeatureGates: more of Kueue's feature gates for its manager, as its
+	// --feature-gates takes them (--kueue-feature-gates).
+	kueueFeatureGates string
 }
 
 func configFromEnv(dir, kueue string) (config, error) {

@@ -21,12 +21,14 @@ import (
 )
 
 const usage = `usage:
-  testcluster run [--kueue VERSION] [--kueue-manager] [--] CMD [ARGS...]
+  testcluster run [--kueue VERSION] [--kueue-manager [--kueue-leader-elect] [--kueue-v1beta2-only]
+      [--kueue-feature-gates GATES]] [--] CMD [ARGS...]
       start a cluster in a temporary folder, run CMD with KUBECONFIG, DISPATCH_TEST_AUDIT_LOG,
       DISPATCH_TEST_STATE_DIR, APISERVER_URL and DISPATCH_TEST_TOKEN_FILE set, tear down,
       exit with CMD's status
       (125 if the cluster failed to start; 130/143 on SIGINT/SIGTERM).
-  testcluster start --state-dir DIR [--kueue VERSION] [--kueue-manager] [--owner-pid PID] [--no-watch-cache]
+  testcluster start --state-dir DIR [--kueue VERSION] [--kueue-manager [--kueue-leader-elect] [--kueue-v1beta2-only]
+      [--kueue-feature-gates GATES]] [--owner-pid PID] [--no-watch-cache]
       start a cluster living in DIR (new or empty), write DIR/env, return once ready. The
       processes outlive this command; with --owner-pid the cluster is torn down and DIR
       removed within about a second after PID exits. --no-watch-cache: kube-apiserver serves
@@ -40,6 +42,8 @@ const usage = `usage:
       then compact etcd at that revision: every resourceVersion handed out before is gone (a
       watch from one, or a list's continue token, answers 410 Gone); prints the revision
   testcluster stop-kueue-manager --state-dir DIR    stop Kueue's manager (SIGTERM) and wait for it
+  testcluster kill-kueue-manager --state-dir DIR    SIGKILL Kueue's manager and wait for it (its Lease,
+      with --kueue-leader-elect, stays as last renewed and goes stale)
   testcluster start-kueue-manager --state-dir DIR   start it again, wait until ready
   testcluster build-kueue-manager VERSION...    build Kueue's manager for each VERSION into the cache
   testcluster proxy --kind http|socks5 --log FILE [--user U --password P] [--listen 127.0.0.1:0]
@@ -56,7 +60,12 @@ kueue-manager-VERSION; about 6 minutes cold): every CRD of the version, its webh
 integration batch/job; its log is DIR/kueue-manager.log. Where the version lets its address
 and port be chosen (v0.17), it also serves Kueue's visibility API (visibility.kueue.x-k8s.io)
 through the apiserver's aggregation layer, on this machine's first non-loopback address. It
-runs in a private mount namespace (needs root).
+runs in a private mount namespace (needs root). --kueue-leader-elect runs it with leader election
+on (its Lease kueue-system/c1f6bfd2.kueue.x-k8s.io; off otherwise). --kueue-v1beta2-only installs
+Kueue's CRDs with v1beta1 not served (served: false) and registers only the v1beta2 visibility
+APIService, as Kueue v0.20 does; it needs a version that stores v1beta2 (v0.17 and later).
+--kueue-feature-gates passes more of Kueue's feature gates to its manager (e.g.
+UnadmittedWorkloadsObservability=true, Beta and off in v0.19).
 `
 
 func main() { os.Exit(realMain(os.Args[1:])) }
@@ -82,6 +91,9 @@ func realMain(args []string) int {
 	manager := fs.Bool("kueue-manager", false, "also run Kueue's own controller manager")
 	owner := fs.Int("owner-pid", 0, "tear down when this process exits")
 	noCache := fs.Bool("no-watch-cache", false, "serve lists and watches from etcd, not the watch cache")
+	leaderElect := fs.Bool("kueue-leader-elect", false, "run Kueue's manager with leader election on")
+	v1beta2Only := fs.Bool("kueue-v1beta2-only", false, "serve Kueue's CRDs at v1beta2 alone")
+	featureGates := fs.String("kueue-feature-gates", "", "more feature gates for Kueue's manager (A=true,B=false)")
 	ownerStart := fs.String("owner-start", "", "(internal)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
@@ -103,9 +115,9 @@ func realMain(args []string) int {
 			fmt.Fprintf(os.Stderr, "testcluster run: no command given\n%s", usage)
 			return 2
 		}
-		return cmdRun(*kueue, *manager, fs.Args())
+		return cmdRun(kueueOptions{*kueue, *manager, *leaderElect, *v1beta2Only, *featureGates}, fs.Args())
 	case "start":
-		return cmdStart(dir, *kueue, *manager, *owner, *noCache)
+		return cmdStart(dir, kueueOptions{*kueue, *manager, *leaderElect, *v1beta2Only, *featureGates}, *owner, *noCache)
 	case "stop":
 		if err := teardown(dir); err != nil {
 			return fail("%v", err)
@@ -119,6 +131,8 @@ func realMain(args []string) int {
 		return cmdCompact(dir)
 	case "stop-kueue-manager":
 		return cmdStopKueueManager(dir)
+	case "kill-kueue-manager":
+		return cmdKillKueueManager(dir)
 	case "start-kueue-manager":
 		return cmdStartKueueManager(dir)
 	case "build-kueue-manager":
@@ -189,15 +203,28 @@ func bringUp(cfg config, owner int, sigc chan os.Signal, failCode int) int {
 	return 0
 }
 
+// kueueOptions are the Kueue flags of start and run.
+type kueueOptions struct {
+	version      string
+	manager      bool
+	leaderElect  bool
+	v1beta2Only  bool
+	featureGates string
+}
+
 // withKueueManager fills in cfg.kueueManagerBin when --kueue-manager is given, building the
 // manager first if the cache does not have it (before anything starts).
-func withKueueManager(cfg *config, manager bool) error {
-	if !manager {
+func withKueueManager(cfg *config, o kueueOptions) error {
+	if !o.manager {
+		if o.leaderElect || o.v1beta2Only || o.featureGates != "" {
+			return errors.New("--kueue-leader-elect, --kueue-v1beta2-only and --kueue-feature-gates need --kueue-manager")
+		}
 		return nil
 	}
 	if cfg.kueue == "none" {
 		return errors.New("--kueue-manager needs a Kueue version (--kueue VERSION), not none")
 	}
+	cfg.kueueLeaderElect, cfg.kueueV1beta2Only, cfg.kueueFeatureGates = o.leaderElect, o.v1beta2Only, o.featureGates
 	bin, err := kueueManagerBinary(cfg.moduleDir, cfg.kueue)
 	cfg.kueueManagerBin = bin
 	return err
@@ -221,11 +248,11 @@ func cmdBuildKueueManager(versions []string) int {
 	return 0
 }
 
-func cmdStart(dir, kueue string, manager bool, owner int, noCache bool) int {
-	cfg, err := configFromEnv(dir, kueue)
+func cmdStart(dir string, o kueueOptions, owner int, noCache bool) int {
+	cfg, err := configFromEnv(dir, o.version)
 	cfg.noWatchCache = noCache
 	if err == nil {
-		err = withKueueManager(&cfg, manager)
+		err = withKueueManager(&cfg, o)
 	}
 	if err != nil {
 		return fail("%v", err)
@@ -237,15 +264,15 @@ func cmdStart(dir, kueue string, manager bool, owner int, noCache bool) int {
 	return bringUp(cfg, owner, sigc, 1)
 }
 
-func cmdRun(kueue string, manager bool, argv []string) int {
+func cmdRun(o kueueOptions, argv []string) int {
 	sigc := notifySignals()
 	dir, err := os.MkdirTemp("", "testcluster-")
 	if err != nil {
 		return fail("%v", err)
 	}
-	cfg, err := configFromEnv(dir, kueue)
+	cfg, err := configFromEnv(dir, o.version)
 	if err == nil {
-		err = withKueueManager(&cfg, manager)
+		err = withKueueManager(&cfg, o)
 	}
 	if err == nil {
 		err = prepareDir(dir)

@@ -11,8 +11,11 @@ package main
 //   - its mutating and validating webhooks (config/components/webhook/manifests.yaml)
 //     registered with the apiserver by URL, https://127.0.0.1:PORT/..., with a serving
 //     certificate from the cluster's CA;
-//   - run with internal certificate management and leader election off, integration
+//   - run with internal certificate management and leader election off (on with
+//     --kueue-leader-elect: the Lease kueue-system/c1f6bfd2.kueue.x-k8s.io), integration
 //     batch/job, metrics off;
+//   - with --kueue-v1beta2-only, every CRD that serves v1beta2 rendered with v1beta1 not
+//     served (served: false), as Kueue v0.20 ships them;
 //   - its visibility API served through the aggregation layer where the version lets the
 //     harness choose the server's address and port (visibility.go), VisibilityOnDemand off
 //     otherwise.
@@ -142,8 +145,9 @@ func convertedCRDs(kueueDir string) (map[string]bool, error) {
 }
 
 // renderKueueCRDs writes every CRD of config/components/crd/bases to outDir as JSON, with
-// spec.conversion pointing at the manager's /convert where the version converts.
-func renderKueueCRDs(kueueDir, outDir, webhookURL string, caBundle []byte) ([]string, error) {
+// spec.conversion pointing at the manager's /convert where the version converts. v1beta2Only:
+// a CRD that serves v1beta2 gets v1beta1 not served; that needs v1beta2 stored.
+func renderKueueCRDs(kueueDir, outDir, webhookURL string, caBundle []byte, v1beta2Only bool) ([]string, error) {
 	bases, err := filepath.Glob(filepath.Join(kueueDir, "config/components/crd/bases/*.yaml"))
 	if err != nil || len(bases) == 0 {
 		return nil, fmt.Errorf("%s has no config/components/crd/bases/*.yaml", kueueDir)
@@ -172,6 +176,11 @@ func renderKueueCRDs(kueueDir, outDir, webhookURL string, caBundle []byte) ([]st
 		if plural == "" {
 			return nil, fmt.Errorf("%s: no spec.names.plural", f)
 		}
+		if v1beta2Only {
+			if err := serveV1beta2Only(spec); err != nil {
+				return nil, fmt.Errorf("%s: %v", f, err)
+			}
+		}
 		if converted[plural] {
 			spec["conversion"] = map[string]any{
 				"strategy": "Webhook",
@@ -192,6 +201,30 @@ func renderKueueCRDs(kueueDir, outDir, webhookURL string, caBundle []byte) ([]st
 		files = append(files, out)
 	}
 	return files, nil
+}
+
+// serveV1beta2Only marks v1beta1 not served in a CRD's spec that serves v1beta2, which must be
+// the stored version (an apiserver cannot store a version no client may read back as served).
+func serveV1beta2Only(spec map[string]any) error {
+	versions, _ := spec["versions"].([]any)
+	var v1beta1, v1beta2 map[string]any
+	for _, v := range versions {
+		m, _ := v.(map[string]any)
+		switch m["name"] {
+		case "v1beta1":
+			v1beta1 = m
+		case "v1beta2":
+			v1beta2 = m
+		}
+	}
+	if v1beta2 == nil || v1beta1 == nil {
+		return nil
+	}
+	if v1beta2["storage"] != true {
+		return errors.New("--kueue-v1beta2-only needs v1beta2 stored (Kueue v0.17 and later)")
+	}
+	v1beta1["served"] = false
+	return nil
 }
 
 // renderKueueWebhooks writes the version's MutatingWebhookConfiguration and
@@ -240,7 +273,9 @@ func renderKueueWebhooks(kueueDir, out, webhookURL string, caBundle []byte) erro
 }
 
 // kueueManagerConfig is cmd/kueue's --config: v1beta2 where the version has it, else v1beta1.
-func kueueManagerConfig(kueueDir, certDir string, webhookPort, healthPort int, v *visibility) string {
+// The leader-election Lease's namespace is named (outside a cluster the manager cannot find
+// its own), kueue-system as in Kueue's install.
+func kueueManagerConfig(kueueDir, certDir string, webhookPort, healthPort int, v *visibility, leaderElect bool) string {
 	apiVersion := "config.kueue.x-k8s.io/v1beta1"
 	if exists(filepath.Join(kueueDir, "apis/config/v1beta2")) {
 		apiVersion = "config.kueue.x-k8s.io/v1beta2"
@@ -249,7 +284,8 @@ func kueueManagerConfig(kueueDir, certDir string, webhookPort, healthPort int, v
 kind: Configuration
 namespace: kueue-system
 leaderElection:
-  leaderElect: false
+  leaderElect: %t
+  resourceNamespace: kueue-system
 internalCertManagement:
   enable: false
 webhook:
@@ -263,7 +299,7 @@ metrics:
 integrations:
   frameworks:
   - batch/job
-%s`, apiVersion, webhookPort, certDir, healthPort, v.configYAML())
+%s`, apiVersion, leaderElect, webhookPort, certDir, healthPort, v.configYAML())
 }
 
 // setUpKueueManager renders everything the manager needs, applies the CRDs, the namespace
@@ -292,7 +328,7 @@ func setUpKueueManager(cfg config, p *pki, kueueDir, kubeconfig string) error {
 	if err := serving.writeTLS(certDir); err != nil {
 		return err
 	}
-	crds, err := renderKueueCRDs(kueueDir, filepath.Join(dir, "crds"), webhookURL, p.ca.certPEM)
+	crds, err := renderKueueCRDs(kueueDir, filepath.Join(dir, "crds"), webhookURL, p.ca.certPEM, cfg.kueueV1beta2Only)
 	if err != nil {
 		return err
 	}
@@ -301,7 +337,7 @@ func setUpKueueManager(cfg config, p *pki, kueueDir, kubeconfig string) error {
 		return err
 	}
 	configFile := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(configFile, []byte(kueueManagerConfig(kueueDir, certDir, ports[0], ports[1], vis)), 0o600); err != nil {
+	if err := os.WriteFile(configFile, []byte(kueueManagerConfig(kueueDir, certDir, ports[0], ports[1], vis, cfg.kueueLeaderElect)), 0o600); err != nil {
 		return err
 	}
 	if err := installKueueCRDs(kubeconfig, crds); err != nil {
@@ -315,8 +351,15 @@ func setUpKueueManager(cfg config, p *pki, kueueDir, kubeconfig string) error {
 	}
 	args := []string{"_kueue-exec", "--state-dir", cfg.dir, "--", cfg.kueueManagerBin,
 		"--config=" + configFile, "--kubeconfig=" + kubeconfig, "--zap-log-level=2"}
+	var gates []string
 	if vis == nil {
-		args = append(args, "--feature-gates=VisibilityOnDemand=false")
+		gates = append(gates, "VisibilityOnDemand=false")
+	}
+	if cfg.kueueFeatureGates != "" {
+		gates = append(gates, cfg.kueueFeatureGates)
+	}
+	if len(gates) > 0 {
+		args = append(args, "--feature-gates="+strings.Join(gates, ","))
 	}
 	spec := kueueManagerSpec{
 		// This very harness binary, even after a newer harness build replaced its file.
@@ -336,7 +379,7 @@ func setUpKueueManager(cfg config, p *pki, kueueDir, kubeconfig string) error {
 	if vis == nil {
 		return nil
 	}
-	return registerVisibility(kubeconfig, kueueDir, cfg.dir, vis)
+	return registerVisibility(kubeconfig, kueueDir, cfg.dir, vis, cfg.kueueV1beta2Only)
 }
 
 // startKueueManager starts the manager in a private mount namespace and waits until its
@@ -421,6 +464,26 @@ func cmdStopKueueManager(dir string) int {
 	}
 	if left := stopProcs([]int{pid}); len(left) > 0 {
 		return fail("Kueue's manager (pid %d) still running after SIGKILL", pid)
+	}
+	return 0
+}
+
+// cmdKillKueueManager SIGKILLs the manager, as a crashed or OOM-killed one ends: nothing is
+// released, so a Lease it held keeps its holder and last renewal and goes stale.
+func cmdKillKueueManager(dir string) int {
+	if err := checkStateDir(dir); err != nil {
+		return fail("%v", err)
+	}
+	if _, err := readKueueManagerSpec(dir); err != nil {
+		return fail("%v", err)
+	}
+	pid, ok := livePid(dir, kueueManagerName)
+	if !ok {
+		return fail("Kueue's manager is not running")
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	if left := waitGone([]int{pid}, 10*time.Second); len(left) > 0 {
+		return fail("Kueue's manager (pid %d) still running 10s after SIGKILL", pid)
 	}
 	return 0
 }

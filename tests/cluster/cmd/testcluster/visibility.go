@@ -121,9 +121,9 @@ func (v *visibility) configYAML() string {
 	return fmt.Sprintf("visibilityServer:\n  bindAddress: %q\n  bindPort: %d\n", v.ip, v.port)
 }
 
-// renderVisibility writes Kueue's APIServices, its Service (targetPort: the chosen port) and
-// an EndpointSlice for it as a List.
-func renderVisibility(kueueDir, out string, v *visibility) error {
+// renderVisibility writes Kueue's APIServices (v1beta2's alone when v1beta2Only), its Service
+// (targetPort: the chosen port) and an EndpointSlice for it as a List.
+func renderVisibility(kueueDir, out string, v *visibility, v1beta2Only bool) error {
 	dir := filepath.Join(kueueDir, "config/components/visibility")
 	files, err := filepath.Glob(filepath.Join(dir, "apiservice_*.yaml"))
 	if err != nil || len(files) == 0 {
@@ -132,6 +132,9 @@ func renderVisibility(kueueDir, out string, v *visibility) error {
 	sort.Strings(files)
 	var items []any
 	for _, f := range files {
+		if v1beta2Only && filepath.Base(f) != "apiservice_v1beta2.yaml" {
+			continue
+		}
 		obj, err := readYAMLObject(f)
 		if err != nil {
 			return err
@@ -223,9 +226,9 @@ func visibilityAPIServices(dir string) ([]string, error) {
 
 // registerVisibility renders and applies the objects (DIR/kueue/visibility.json), then waits
 // until the apiserver finds every APIService Available.
-func registerVisibility(kubeconfig, kueueDir, stateDir string, v *visibility) error {
+func registerVisibility(kubeconfig, kueueDir, stateDir string, v *visibility, v1beta2Only bool) error {
 	list := filepath.Join(stateDir, "kueue", "visibility.json")
-	if err := renderVisibility(kueueDir, list, v); err != nil {
+	if err := renderVisibility(kueueDir, list, v, v1beta2Only); err != nil {
 		return err
 	}
 	if err := kubectl(kubeconfig, "apply", "--server-side", "--field-manager=testcluster", "-f", list); err != nil {
