@@ -11,7 +11,6 @@ use std::time::Duration;
 use futures::stream::{self, BoxStream};
 use futures::{Stream, StreamExt};
 use kube::api::Api;
-use kube::core::ApiResource;
 use tokio::time::Instant;
 
 use super::gate::{Collected, GateOptions};
@@ -179,12 +178,7 @@ fn watches(
     opts: &GateOptions<'_>,
     namespace: Option<&str>,
 ) -> Vec<BoxStream<'static, Update>> {
-    let ar = |kind: &str, plural: &str| -> ApiResource {
-        ApiResource::from_gvk_with_plural(
-            &kube::core::GroupVersionKind::gvk("kueue.x-k8s.io", &kueue.version, kind),
-            plural,
-        )
-    };
+    let ar = |kind: &str, plural: &str| kueue.resource(kind, plural);
     let client = conn.client.clone();
     let cqs: Api<wire::WireClusterQueue> = Api::all_with(client.clone(), &ar("ClusterQueue", "clusterqueues"));
     let acs: Api<wire::WireAdmissionCheck> = Api::all_with(client.clone(), &ar("AdmissionCheck", "admissionchecks"));
