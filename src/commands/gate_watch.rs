@@ -5,16 +5,16 @@
 //! or the timeout comes.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::pin::Pin;
 use std::time::Duration;
 
+use futures::StreamExt;
 use futures::stream::{self, BoxStream};
-use futures::{Stream, StreamExt};
 use kube::api::Api;
 use tokio::time::Instant;
 
+use super::Deps;
 use super::gate::{Collected, GateOptions};
-use super::{Deps, sleep_opt};
+use super::live::{Live, Woke};
 use crate::cluster::connecting::connect::Connection;
 use crate::cluster::reading::fetch::{self, Kueue};
 use crate::cluster::reading::wire;
@@ -165,11 +165,7 @@ pub async fn run(
         let _ = writeln!(deps.err, "Warning: {w}");
     }
     let streams = watches(conn, &served.kueue, opts, namespace.as_deref());
-    let result = follow(streams, discovered.server_date, opts, live, namespace, super::shutdown(), deps).await;
-    match result {
-        Err(Error::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(Exit::Yes),
-        other => other,
-    }
+    super::live::ended(follow(streams, discovered.server_date, opts, live, namespace, super::shutdown(), deps).await)
 }
 
 fn watches(
@@ -265,15 +261,13 @@ async fn follow(
     shutdown: impl std::future::Future<Output = ()>,
     deps: &mut Deps<'_>,
 ) -> Result<Exit, Error> {
-    let mut merged: Pin<Box<dyn Stream<Item = Update> + Send>> = Box::pin(stream::select_all(streams));
-    let mut shutdown = std::pin::pin!(shutdown);
+    let mut updates = Live::new(stream::select_all(streams), shutdown, live.timeout, false);
     let mut warned: BTreeSet<String> = BTreeSet::new();
     let mut queues = Store::new();
     let mut checks = Store::new();
     let mut workloads: Store<Vec<Waiting>> = Store::new();
     let mut local_queues: Store<LocalQueue> = Store::new();
     let mut lease: Option<LeaseUpdate> = None;
-    let give_up = live.timeout.map(|t| Instant::now() + t);
     let mut link = Link::new(STREAMS);
     let mut polling = false;
     let mut docs = 0;
@@ -290,47 +284,46 @@ async fn follow(
             }
             _ => None,
         });
-        tokio::select! {
-            biased;
+        match updates.next(stale_at).await {
             // Ctrl-C ends a watch successfully; a wait it ends like a timeout, with the last verdict.
-            _ = &mut shutdown => {
+            Woke::Shutdown => {
                 return Ok(match (&last, live.wait) {
                     (Some(run), true) => Exit::from(run.report.verdict),
                     (None, true) => Exit::Unknown,
                     (_, false) => Exit::Yes,
                 });
             }
-            _ = sleep_opt(give_up) => {
+            Woke::GaveUp => {
                 let exit = last.as_ref().map(|r| Exit::from(r.report.verdict)).unwrap_or(Exit::Unknown);
-                if live.wait && let Some(run) = &last {
+                if live.wait
+                    && let Some(run) = &last
+                {
                     crate::render::gate::render_to(run, opts.output, deps.style, deps.out, deps.err)?;
                 }
                 return Ok(if live.wait { exit } else { Exit::Yes });
             }
-            _ = sleep_opt(stale_at) => {}
-            update = merged.next() => {
-                let Some(Update { stream, what }) = update else { return Ok(Exit::Yes) };
-                match what {
-                    What::Link(event) => {
-                        for line in link.observe(stream, event, deps.clock.now()) {
-                            let _ = writeln!(deps.err, "{}", line.line());
-                        }
-                        continue;
+            Woke::Timer | Woke::Tick => {}
+            Woke::Ended => return Ok(Exit::Yes),
+            Woke::Update(Update { stream, what }) => match what {
+                What::Link(event) => {
+                    if let Some(said) = super::live::connection_lines(&mut link, stream, event, deps.clock.now()) {
+                        let _ = writeln!(deps.err, "{said}");
                     }
-                    What::Lease(LeaseUpdate::Polling { every, rule }) => {
-                        if !std::mem::replace(&mut polling, true) {
-                            let line = super::lease_watch::polling_line(&opts.settings.lease, every, &rule);
-                            let _ = writeln!(deps.err, "{line}");
-                        }
-                        continue;
-                    }
-                    What::Queue(c) => queues.apply(c),
-                    What::Check(c) => checks.apply(c),
-                    What::Workload(c) => workloads.apply(c),
-                    What::LocalQueue(c) => local_queues.apply(c),
-                    What::Lease(l) => lease = Some(l),
+                    continue;
                 }
-            }
+                What::Lease(LeaseUpdate::Polling { every, rule }) => {
+                    if !std::mem::replace(&mut polling, true) {
+                        let line = super::lease_watch::polling_line(&opts.settings.lease, every, &rule);
+                        let _ = writeln!(deps.err, "{line}");
+                    }
+                    continue;
+                }
+                What::Queue(c) => queues.apply(c),
+                What::Check(c) => checks.apply(c),
+                What::Workload(c) => workloads.apply(c),
+                What::LocalQueue(c) => local_queues.apply(c),
+                What::Lease(l) => lease = Some(l),
+            },
         }
         if !(queues.ready && checks.ready && workloads.ready && local_queues.ready && lease.is_some()) {
             continue;
