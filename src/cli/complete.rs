@@ -22,7 +22,6 @@ use std::time::Duration;
 use clap::{Arg, ArgAction, ArgMatches, CommandFactory, FromArgMatches, ValueHint};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DynamicObject, ListParams};
-use kube::core::{ApiResource, GroupVersionKind};
 
 use super::args::{Cli, CompletionShell, ConnectionArgs};
 use crate::cluster::connecting::connect;
@@ -146,8 +145,7 @@ async fn lookup(kind: Lookup, connection: &ConnectionSettings) -> Option<Vec<Str
             let kueue = fetch::discover_kueue(&conn, &log).await.ok()?;
             // Names only; Kueue's conversion webhook being down must not hide them.
             let served = fetch::read_served(&kueue, &log, async |k: &fetch::Kueue| {
-                let gvk = GroupVersionKind::gvk("kueue.x-k8s.io", &k.version, kind);
-                let resource = ApiResource::from_gvk_with_plural(&gvk, plural);
+                let resource = k.resource(kind, plural);
                 let api: Api<DynamicObject> = match kind {
                     "Workload" => Api::namespaced_with(conn.client.clone(), &conn.namespace, &resource),
                     _ => Api::all_with(conn.client.clone(), &resource),

@@ -34,8 +34,9 @@ pub struct Collected {
     pub server_date: Option<(k8s_openapi::jiff::Timestamp, k8s_openapi::jiff::Timestamp)>,
     /// Why Kueue's objects were read at another version than discovery chose.
     pub kueue_warning: Option<String>,
-    /// Kueue's own manager's Lease (context, never a check).
-    pub kueue_lease: Fetched<crate::core::lease::LeaseFacts>,
+    /// Kueue's own manager's Lease (context, never a check); `None` where it is not read (the
+    /// live modes do not follow it).
+    pub kueue_lease: Option<Fetched<crate::core::lease::LeaseFacts>>,
 }
 
 /// Reads everything the gate needs in two round trips: discovery alone (it also opens the
@@ -67,7 +68,7 @@ pub async fn collect(conn: &Connection, opts: &GateOptions<'_>, log: &Log) -> Re
         waiting,
         server_date: kueue.server_date,
         kueue_warning: served.warning,
-        kueue_lease,
+        kueue_lease: Some(kueue_lease),
     })
 }
 
@@ -110,7 +111,7 @@ pub fn judge(
         warnings.push(format!("cannot show waiting Workloads: missing RBAC: {}", d.rule));
     }
     let namespace = (!opts.all_namespaces).then(|| namespace.to_string());
-    let kueue_lease = Some(kueue_lease::assess(&opts.settings.kueue_lease, &collected.kueue_lease, now));
+    let kueue_lease = collected.kueue_lease.map(|f| kueue_lease::assess(&opts.settings.kueue_lease, &f, now));
     GateRun { report, waiting: collected.waiting, namespace, warnings, now, kueue_lease }
 }
 

@@ -5,17 +5,16 @@
 //! or the timeout comes.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::pin::Pin;
 use std::time::Duration;
 
+use futures::StreamExt;
 use futures::stream::{self, BoxStream};
-use futures::{Stream, StreamExt};
 use kube::api::Api;
-use kube::core::ApiResource;
 use tokio::time::Instant;
 
-use super::gate::GateOptions;
-use super::{Deps, sleep_opt};
+use super::Deps;
+use super::gate::{Collected, GateOptions};
+use super::live::{Live, Woke};
 use crate::cluster::connecting::connect::Connection;
 use crate::cluster::reading::fetch::{self, Kueue};
 use crate::cluster::reading::wire;
@@ -167,11 +166,7 @@ pub async fn run(
         let _ = writeln!(deps.err, "Warning: {w}");
     }
     let streams = watches(conn, &served.kueue, opts, namespace.as_deref());
-    let result = follow(streams, opts, live, namespace, deps).await;
-    match result {
-        Err(Error::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(Exit::Yes),
-        other => other,
-    }
+    super::live::ended(follow(streams, discovered.server_date, opts, live, namespace, super::shutdown(), deps).await)
 }
 
 fn watches(
@@ -180,12 +175,7 @@ fn watches(
     opts: &GateOptions<'_>,
     namespace: Option<&str>,
 ) -> Vec<BoxStream<'static, Update>> {
-    let ar = |kind: &str, plural: &str| -> ApiResource {
-        ApiResource::from_gvk_with_plural(
-            &kube::core::GroupVersionKind::gvk("kueue.x-k8s.io", &kueue.version, kind),
-            plural,
-        )
-    };
+    let ar = |kind: &str, plural: &str| kueue.resource(kind, plural);
     let client = conn.client.clone();
     let cqs: Api<wire::WireClusterQueue> = Api::all_with(client.clone(), &ar("ClusterQueue", "clusterqueues"));
     let acs: Api<wire::WireAdmissionCheck> = Api::all_with(client.clone(), &ar("AdmissionCheck", "admissionchecks"));
@@ -262,21 +252,26 @@ fn watches(
     ]
 }
 
+/// Follows the watches' updates until `shutdown` resolves, the timeout, or (with `--wait`) a
+/// yes. `server_date` is discovery's (server `Date`, our clock then), for the clock warning.
+/// Each evaluation is judged by the one-shot gate's [`judge`](super::gate::judge), so its
+/// warnings are the one-shot's; each is printed when it first appears.
 async fn follow(
     streams: Vec<BoxStream<'static, Update>>,
+    server_date: Option<(k8s_openapi::jiff::Timestamp, k8s_openapi::jiff::Timestamp)>,
     opts: &GateOptions<'_>,
     live: GateLive,
     namespace: Option<String>,
+    shutdown: impl std::future::Future<Output = ()>,
     deps: &mut Deps<'_>,
 ) -> Result<Exit, Error> {
-    let mut merged: Pin<Box<dyn Stream<Item = Update> + Send>> = Box::pin(stream::select_all(streams));
-    let mut shutdown = std::pin::pin!(super::shutdown());
+    let mut updates = Live::new(stream::select_all(streams), shutdown, live.timeout, false);
+    let mut warned: BTreeSet<String> = BTreeSet::new();
     let mut queues = Store::new();
     let mut checks = Store::new();
     let mut workloads: Store<Vec<Waiting>> = Store::new();
     let mut local_queues: Store<LocalQueue> = Store::new();
     let mut lease: Option<LeaseUpdate> = None;
-    let give_up = live.timeout.and_then(|t| Instant::now().checked_add(t));
     let mut link = Link::new(STREAMS);
     let mut polling = false;
     let mut docs = 0;
@@ -293,51 +288,50 @@ async fn follow(
             }
             _ => None,
         });
-        tokio::select! {
-            biased;
+        match updates.next(stale_at).await {
             // Ctrl-C ends a watch successfully; a wait it ends like a timeout, with the last verdict.
-            _ = &mut shutdown => {
+            Woke::Shutdown => {
                 return Ok(match (&last, live.wait) {
                     (Some(run), true) => Exit::from(run.report.verdict),
                     (None, true) => Exit::Unknown,
                     (_, false) => Exit::Yes,
                 });
             }
-            _ = sleep_opt(give_up) => {
+            Woke::GaveUp => {
                 if let (Some(cause), Some(timeout)) = (link.down_at_timeout(), live.timeout) {
                     return Err(Error::DownAtTimeout { timeout, cause });
                 }
                 let exit = last.as_ref().map(|r| Exit::from(r.report.verdict)).unwrap_or(Exit::Unknown);
-                if live.wait && let Some(run) = &last {
+                if live.wait
+                    && let Some(run) = &last
+                {
                     crate::render::gate::render_to(run, opts.output, deps.style, deps.out, deps.err)?;
                 }
                 return Ok(if live.wait { exit } else { Exit::Yes });
             }
-            _ = sleep_opt(stale_at) => {}
-            update = merged.next() => {
-                let Some(Update { stream, what }) = update else { return Ok(Exit::Yes) };
-                match what {
-                    What::Link(LinkEvent::Refused(refusal)) => return Err(cwatch::refused(refusal)),
-                    What::Link(event) => {
-                        for line in link.observe(stream, event, deps.clock.now()) {
-                            let _ = writeln!(deps.err, "{}", line.line());
-                        }
-                        continue;
+            Woke::Timer | Woke::Tick => {}
+            Woke::Ended => return Ok(Exit::Yes),
+            Woke::Update(Update { stream, what }) => match what {
+                What::Link(LinkEvent::Refused(refusal)) => return Err(cwatch::refused(refusal)),
+                What::Link(event) => {
+                    if let Some(said) = super::live::connection_lines(&mut link, stream, event, deps.clock.now()) {
+                        let _ = writeln!(deps.err, "{said}");
                     }
-                    What::Lease(LeaseUpdate::Polling { every, rule }) => {
-                        if !std::mem::replace(&mut polling, true) {
-                            let line = super::lease_watch::polling_line(&opts.settings.lease, every, &rule);
-                            let _ = writeln!(deps.err, "{line}");
-                        }
-                        continue;
-                    }
-                    What::Queue(c) => queues.apply(c),
-                    What::Check(c) => checks.apply(c),
-                    What::Workload(c) => workloads.apply(c),
-                    What::LocalQueue(c) => local_queues.apply(c),
-                    What::Lease(l) => lease = Some(l),
+                    continue;
                 }
-            }
+                What::Lease(LeaseUpdate::Polling { every, rule }) => {
+                    if !std::mem::replace(&mut polling, true) {
+                        let line = super::lease_watch::polling_line(&opts.settings.lease, every, &rule);
+                        let _ = writeln!(deps.err, "{line}");
+                    }
+                    continue;
+                }
+                What::Queue(c) => queues.apply(c),
+                What::Check(c) => checks.apply(c),
+                What::Workload(c) => workloads.apply(c),
+                What::LocalQueue(c) => local_queues.apply(c),
+                What::Lease(l) => lease = Some(l),
+            },
         }
         if !(queues.ready && checks.ready && workloads.ready && local_queues.ready && lease.is_some()) {
             continue;
@@ -353,11 +347,16 @@ async fn follow(
             },
             holder: None,
         };
-        let report = gate::evaluate(opts.settings, &facts, now);
         let lqs = local_queues.fetched().found().cloned().unwrap_or_default();
-        let waiting = waiting_rows(&workloads, &report, opts, &lqs);
-        let run =
-            GateRun { report, waiting, namespace: namespace.clone(), warnings: Vec::new(), now, kueue_lease: None };
+        let waiting = waiting_rows(&workloads, &facts, opts, &lqs);
+        // Kueue's version warning was printed once, before the watches started; Kueue's own
+        // Lease is not followed live.
+        let collected = Collected { facts, waiting, server_date, kueue_warning: None, kueue_lease: None };
+        let run = super::gate::judge(collected, opts, namespace.as_deref().unwrap_or_default(), now);
+        for w in run.warnings.iter().filter(|w| !warned.contains(*w)) {
+            let _ = writeln!(deps.err, "Warning: {w}");
+        }
+        warned = run.warnings.iter().cloned().collect();
         if live.wait {
             if run.report.verdict == Verdict::Yes {
                 crate::render::gate::render_to(&run, opts.output, deps.style, deps.out, deps.err)?;
@@ -385,14 +384,16 @@ async fn follow(
     }
 }
 
+/// The waiting Workloads as the one-shot gate reads them: those at dispatch's checks
+/// ([`gate::dispatch_checks`]), finished with their LocalQueues.
 fn waiting_rows(
     workloads: &Store<Vec<Waiting>>,
-    report: &GateReport,
+    facts: &GateFacts,
     opts: &GateOptions<'_>,
     local_queues: &[LocalQueue],
 ) -> Fetched<Vec<Waiting>> {
     let scope = WaitingScope {
-        checks: report.dispatch_checks.clone(),
+        checks: gate::dispatch_checks(opts.settings, &facts.admission_checks),
         cluster_queues: opts.settings.cluster_queues.iter().cloned().collect(),
         all_states: opts.all_states,
     };
@@ -451,6 +452,7 @@ mod tests {
     use crate::core::gate::GateSettings;
     use crate::core::kueue::{CheckRule, Condition};
     use crate::core::lease::LeaseFacts;
+    use futures::stream;
 
     fn at(secs: i64) -> Timestamp {
         "2026-11-30T12:00:00Z".parse::<Timestamp>().unwrap() + SignedDuration::from_secs(secs)
@@ -490,5 +492,174 @@ mod tests {
         let fresh = gate::evaluate(&settings, &facts(89), at(90));
         assert_ne!(signature(&fresh), signature(&stale_at_90));
         assert_eq!(signature(&stale_at_90)[0].2, Some((CheckKind::Heartbeat, "fail")));
+    }
+
+    /// A wall clock that moves with tokio's (paused) time.
+    struct TokioClock {
+        start: tokio::time::Instant,
+    }
+
+    impl crate::clock::Clock for TokioClock {
+        fn now(&self) -> Timestamp {
+            at(0) + SignedDuration::try_from(self.start.elapsed()).unwrap()
+        }
+    }
+
+    #[derive(Clone, Default)]
+    struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Every store listed at second 0 from `facts`, the Workloads' list as `workloads` says
+    /// (`None`: forbidden), then the Lease as renewed at each of `renewals`; the stream stays
+    /// open and silent after.
+    fn updates(
+        facts: GateFacts,
+        workloads: Option<Vec<Waiting>>,
+        renewals: &[(u64, i64)],
+    ) -> BoxStream<'static, Update> {
+        let start = Instant::now();
+        // Each stream's first list answered: the connection is up, as the reflector says it.
+        let mut items: Vec<(u64, Update)> =
+            (0..STREAMS).map(|stream| (0, Update { stream, what: What::Link(LinkEvent::Up) })).collect();
+        let listed = |stream: usize, page: What, wrap: fn() -> (What, What)| {
+            let (init, done) = wrap();
+            vec![
+                (0, Update { stream, what: init }),
+                (0, Update { stream, what: page }),
+                (0, Update { stream, what: done }),
+            ]
+        };
+        let queues = facts.cluster_queues.found().cloned().unwrap_or_default();
+        let checks = facts.admission_checks.found().cloned().unwrap_or_default();
+        items.extend(listed(
+            0,
+            What::Queue(StoreChange::Page(queues.into_iter().map(|q| (format!("/{}", q.name), q)).collect())),
+            || (What::Queue(StoreChange::Init), What::Queue(StoreChange::InitDone)),
+        ));
+        items.extend(listed(
+            1,
+            What::Check(StoreChange::Page(checks.into_iter().map(|c| (format!("/{}", c.name), c)).collect())),
+            || (What::Check(StoreChange::Init), What::Check(StoreChange::InitDone)),
+        ));
+        match workloads {
+            Some(rows) => {
+                items.extend(listed(2, What::Workload(StoreChange::Page(vec![("ml/job".into(), rows)])), || {
+                    (What::Workload(StoreChange::Init), What::Workload(StoreChange::InitDone))
+                }))
+            }
+            None => items.push((
+                0,
+                Update {
+                    stream: 2,
+                    what: What::Workload(StoreChange::Forbidden(
+                        "list workloads.kueue.x-k8s.io in namespace ml".into(),
+                    )),
+                },
+            )),
+        }
+        items.extend(listed(3, What::LocalQueue(StoreChange::Page(Vec::new())), || {
+            (What::LocalQueue(StoreChange::Init), What::LocalQueue(StoreChange::InitDone))
+        }));
+        let lease = match &facts.lease {
+            Fetched::Found(l) => l.clone(),
+            _ => LeaseFacts::default(),
+        };
+        for (second, renewed) in renewals {
+            let l = LeaseFacts { renew_time: Some(at(*renewed)), ..lease.clone() };
+            items.push((*second, Update { stream: 4, what: What::Lease(LeaseUpdate::Lease(Some(l))) }));
+        }
+        stream::iter(items)
+            .then(move |(second, u)| async move {
+                tokio::time::sleep_until(start + Duration::from_secs(second)).await;
+                u
+            })
+            .chain(stream::pending())
+            .boxed()
+    }
+
+    /// Follows `updates` as `gate --watch` (or `--wait`) until a shutdown at `stop_after`.
+    async fn follow_for(
+        updates: BoxStream<'static, Update>,
+        live: GateLive,
+        server_date: Option<(Timestamp, Timestamp)>,
+        stop_after: u64,
+    ) -> (Exit, String, String, Duration) {
+        let clock = TokioClock { start: Instant::now() };
+        let (mut out, mut err) = (Shared::default(), Shared::default());
+        let log = crate::log::Log::silent();
+        let mut deps = Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Default::default() };
+        let settings = GateSettings::default();
+        let opts = GateOptions {
+            settings: &settings,
+            output: crate::invocation::Output { format: Format::Table, no_headers: false },
+            all_states: false,
+            all_namespaces: false,
+        };
+        let started = Instant::now();
+        let stop = tokio::time::sleep(Duration::from_secs(stop_after));
+        let exit = follow(vec![updates], server_date, &opts, live, Some("ml".into()), stop, &mut deps).await.unwrap();
+        let text = |s: &Shared| String::from_utf8(s.0.lock().unwrap().clone()).unwrap();
+        (exit, text(&out), text(&err), started.elapsed())
+    }
+
+    const WATCH: GateLive = GateLive { wait: false, timeout: None };
+
+    #[tokio::test(start_paused = true)]
+    async fn the_stale_timer_re_evaluates_without_any_event_and_shutdown_ends_the_watch() {
+        let (exit, out, err, elapsed) =
+            follow_for(updates(facts(0), Some(Vec::new()), &[(0, 0)]), WATCH, None, 120).await;
+        assert_eq!(exit, Exit::Yes, "Ctrl-C ends a watch successfully");
+        assert_eq!(elapsed, Duration::from_secs(120), "it ran until the shutdown");
+        let evaluated: Vec<&str> = out.lines().filter(|l| l.ends_with("ReadmissionGate re-evaluated")).collect();
+        assert_eq!(
+            evaluated,
+            ["12:00:00Z ReadmissionGate re-evaluated", "12:00:30Z ReadmissionGate re-evaluated"],
+            "{out}"
+        );
+        assert!(out.contains("12:00:00Z 0 workloads wait at dispatch's Pending check"), "{out}");
+        assert_eq!(err, "", "no warning: {err}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn watch_prints_the_one_shot_gates_warnings_once_each() {
+        // The Workloads may not be listed; our clock is 10 s ahead of the API server's; the
+        // Lease is renewed 5 s in the future, at second 0 and again at second 2.
+        let server_date = Some((at(-10), at(0)));
+        let stream = updates(facts(5), None, &[(0, 5), (2, 7)]);
+        let (_, _, err, _) = follow_for(stream, WATCH, server_date, 20).await;
+        let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("Warning: ")).collect();
+        assert_eq!(
+            warnings,
+            [
+                "Warning: this machine's clock is about 9s ahead of the API server's; Lease ages are measured with this machine's clock",
+                "Warning: the Lease's renewTime is 5s in the future: the holder's clock is ahead of this machine's",
+                "Warning: cannot show waiting Workloads: missing RBAC: list workloads.kueue.x-k8s.io in namespace ml",
+            ],
+            "{err}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn wait_gives_up_at_its_timeout_with_the_last_verdict() {
+        let live = GateLive { wait: true, timeout: Some(Duration::from_secs(45)) };
+        // Stale from the start (renewed a minute before): a yes would end the wait at once.
+        let (exit, out, _, elapsed) =
+            follow_for(updates(facts(-60), Some(Vec::new()), &[(0, -60)]), live, None, 600).await;
+        assert_eq!(elapsed, Duration::from_secs(45), "it gave up at --timeout");
+        assert_eq!(exit, Exit::from(Verdict::No), "{out}");
+        assert!(out.contains("ReadmissionGate"), "the last verdict is printed: {out}");
+        let live = GateLive { wait: true, timeout: Some(Duration::from_secs(45)) };
+        let (exit, _, _, elapsed) =
+            follow_for(updates(facts(-60), Some(Vec::new()), &[(0, -60), (10, 10)]), live, None, 600).await;
+        assert_eq!((exit, elapsed), (Exit::Yes, Duration::from_secs(10)), "a yes ends the wait");
     }
 }

@@ -9,11 +9,12 @@ use std::future::Future;
 use std::io::Write;
 use std::time::Duration;
 
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use k8s_openapi::jiff::Timestamp;
 use tokio::time::Instant;
 
-use super::{Deps, sleep_opt};
+use super::Deps;
+use super::live::{self, Live, Woke};
 use crate::cluster::connecting::connect::Connection;
 use crate::cluster::watching::reflector::{self as watch, LeaseUpdate};
 use crate::core::heartbeat::{Change, Observation, Tracker};
@@ -34,11 +35,7 @@ pub async fn run(
 ) -> Result<Exit, Error> {
     let updates = watch::lease(conn, lease);
     let live_line = deps.style.live;
-    match follow(updates, lease, output, opts, live_line, super::shutdown(), deps).await {
-        // Nobody reads any more (`| head`): that ends a watch, quietly and successfully.
-        Err(Error::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(Exit::Yes),
-        other => other,
-    }
+    live::ended(follow(updates, lease, output, opts, live_line, super::shutdown(), deps).await)
 }
 
 /// The watch loop, over any stream of updates (`cluster::watching::reflector::lease` in the product, a script in
@@ -53,51 +50,41 @@ pub async fn follow(
     shutdown: impl Future<Output = ()>,
     deps: &mut Deps<'_>,
 ) -> Result<Exit, Error> {
-    let mut updates = std::pin::pin!(updates);
-    let mut shutdown = std::pin::pin!(shutdown);
+    let mut live = Live::new(updates, shutdown, opts.timeout, live_line);
     let mut tracker = Tracker::new(lease.clone(), opts.changes_only);
     let mut view = View { columns: Columns::default(), output, live_line, line_shown: false, docs: 0 };
     let mut link = Link::new(1);
     let mut polling: Option<Duration> = None;
-    let give_up = opts.timeout.and_then(|t| Instant::now().checked_add(t));
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-
     let end = loop {
         let now = deps.clock.now();
         let stale_at = tracker.deadline(now).and_then(|d| Instant::now().checked_add(until(now, d)));
-        let observation = tokio::select! {
-            biased;
-            _ = &mut shutdown => break Ok(Exit::Yes),
-            _ = sleep_opt(give_up) => break match (link.down_at_timeout(), opts.timeout) {
-                (Some(cause), Some(timeout)) => Err(Error::DownAtTimeout { timeout, cause }),
-                _ => Ok(timed_out(&tracker, opts.until, deps.clock.now())),
-            },
-            _ = sleep_opt(stale_at) => Observation::Tick,
-            update = updates.next() => match update {
-                None => break Ok(Exit::Yes),
-                Some(LeaseUpdate::Link(LinkEvent::Refused(refusal))) => break Err(watch::refused(refusal)),
-                Some(LeaseUpdate::Link(event)) => {
-                    let said = link.observe(0, event, deps.clock.now());
-                    if !said.is_empty() {
-                        view.clear(deps.out)?;
-                    }
-                    for line in said {
-                        let _ = writeln!(deps.err, "{}", line.line());
-                    }
-                    continue;
+        let observation = match live.next(stale_at).await {
+            Woke::Shutdown | Woke::Ended => break Ok(Exit::Yes),
+            Woke::GaveUp => {
+                break match (link.down_at_timeout(), opts.timeout) {
+                    (Some(cause), Some(timeout)) => Err(Error::DownAtTimeout { timeout, cause }),
+                    _ => Ok(timed_out(&tracker, opts.until, deps.clock.now())),
+                };
+            }
+            Woke::Timer => Observation::Tick,
+            Woke::Update(LeaseUpdate::Link(LinkEvent::Refused(refusal))) => break Err(watch::refused(refusal)),
+            Woke::Update(LeaseUpdate::Link(event)) => {
+                if let Some(said) = live::connection_lines(&mut link, 0, event, deps.clock.now()) {
+                    view.clear(deps.out)?;
+                    let _ = writeln!(deps.err, "{said}");
                 }
-                Some(LeaseUpdate::Polling { every, rule }) => {
-                    if polling.replace(every).is_none() {
-                        view.clear(deps.out)?;
-                        let _ = writeln!(deps.err, "{}", polling_line(lease, every, &rule));
-                    }
-                    continue;
+                continue;
+            }
+            Woke::Update(LeaseUpdate::Polling { every, rule }) => {
+                if polling.replace(every).is_none() {
+                    view.clear(deps.out)?;
+                    let _ = writeln!(deps.err, "{}", polling_line(lease, every, &rule));
                 }
-                Some(LeaseUpdate::Lease(facts)) => Observation::Lease(facts),
-                Some(LeaseUpdate::Forbidden(rule)) => Observation::Forbidden(rule),
-            },
-            _ = tick.tick(), if live_line => {
+                continue;
+            }
+            Woke::Update(LeaseUpdate::Lease(facts)) => Observation::Lease(facts),
+            Woke::Update(LeaseUpdate::Forbidden(rule)) => Observation::Forbidden(rule),
+            Woke::Tick => {
                 view.status(&tracker, &link, polling, deps.clock.now(), deps.out)?;
                 continue;
             }
@@ -234,7 +221,7 @@ impl View {
 mod tests {
     use std::sync::{Arc, Mutex};
 
-    use futures::stream;
+    use futures::{StreamExt, stream};
     use k8s_openapi::jiff::SignedDuration;
 
     use super::*;

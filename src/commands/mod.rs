@@ -6,6 +6,7 @@ pub mod gate;
 pub mod gate_watch;
 pub mod lease;
 pub mod lease_watch;
+pub mod live;
 pub mod workload;
 
 use std::io::Write;

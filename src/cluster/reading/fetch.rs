@@ -37,7 +37,9 @@ pub struct Kueue {
 }
 
 impl Kueue {
-    pub(crate) fn resource(&self, kind: &str, plural: &str) -> ApiResource {
+    /// Kueue's `kind` (plural `plural`) at this version: the one definition of a Kueue
+    /// resource, for reads, watches and completion alike.
+    pub fn resource(&self, kind: &str, plural: &str) -> ApiResource {
         ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(GROUP, &self.version, kind), plural)
     }
 
