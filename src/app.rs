@@ -18,8 +18,14 @@ pub async fn run(inv: &Invocation, deps: &mut Deps<'_>) -> Result<Exit, Error> {
     let connect = || connect::connect(&inv.connection, manner, deps.log);
     match &inv.verb {
         // Each context connects on its own.
-        Verb::Fleet { contexts, settings, output, all_states, all_namespaces } => {
+        Verb::Fleet { contexts, settings, output, all_states, all_namespaces, view } => {
+            if deps.printer.is_some() {
+                return Err(Error::Usage(
+                    "-o name, jsonpath and custom-columns print one context's document: give --context once".into(),
+                ));
+            }
             let opts = FleetOptions {
+                view,
                 connection: &inv.connection,
                 contexts,
                 settings,
@@ -30,10 +36,15 @@ pub async fn run(inv: &Invocation, deps: &mut Deps<'_>) -> Result<Exit, Error> {
             };
             fleet::run(&opts, deps)
         }
-        Verb::Gate { settings, output, all_states, all_namespaces, live } => {
+        Verb::Gate { settings, output, all_states, all_namespaces, live, view } => {
             let conn = connect().await?;
-            let opts =
-                GateOptions { settings, output: *output, all_states: *all_states, all_namespaces: *all_namespaces };
+            let opts = GateOptions {
+                settings,
+                output: *output,
+                all_states: *all_states,
+                all_namespaces: *all_namespaces,
+                view,
+            };
             match live {
                 None => gate::run(&conn, &opts, deps).await,
                 Some(live) => gate_watch::run(&conn, &opts, *live, deps).await,

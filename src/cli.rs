@@ -8,6 +8,7 @@ use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum, ValueHint};
 
 use crate::core::lease::LeaseRef;
 use crate::exit::{EXIT_CODES_HELP, WORKLOAD_EXIT_CODES_HELP};
+use crate::render::printer::OutputChoice;
 
 /// See whether dispatch's readmission gate holds, why, and what waits because of it.
 #[derive(Debug, Parser)]
@@ -28,8 +29,21 @@ pub struct Cli {
     #[command(flatten)]
     pub scope: ScopeArgs,
 
+    /// Colour the verdicts: auto (on a terminal, unless NO_COLOR is set or TERM is dumb), always, never
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = ColorWhen::Auto)]
+    pub color: ColorWhen,
+
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum ColorWhen {
+    #[default]
+    Auto,
+    Always,
+    Never,
 }
 
 #[derive(Debug, Subcommand)]
@@ -208,24 +222,41 @@ impl ScopeArgs {
 
 #[derive(Debug, Args, Clone)]
 pub struct GateOutputArgs {
-    /// Output format (prometheus: text exposition for node_exporter's textfile collector or a Pushgateway)
-    #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
-    pub output: Format,
+    /// Output format: table, wide, json, yaml, prometheus (text exposition for node_exporter's
+    /// textfile collector or a Pushgateway), name, jsonpath=TEMPLATE, jsonpath-file=FILE,
+    /// custom-columns=SPEC, custom-columns-file=FILE (the last five over the -o json document)
+    #[arg(short = 'o', long, value_name = "FORMAT", default_value = "table", value_parser = crate::render::printer::OutputParser { gate: true })]
+    pub output: OutputChoice,
 
     /// Print tables without their header row; only table rows reach stdout (the rest goes to stderr)
     #[arg(long)]
     pub no_headers: bool,
+
+    #[command(flatten)]
+    pub template: TemplateArgs,
+}
+
+/// kubectl's flag of its template printers.
+#[derive(Debug, Args, Clone)]
+pub struct TemplateArgs {
+    /// With -o jsonpath: print nothing for a field the document lacks (false: an error)
+    #[arg(long, value_name = "BOOL", default_value = "true", num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub allow_missing_template_keys: bool,
 }
 
 #[derive(Debug, Args, Clone)]
 pub struct OutputArgs {
-    /// Output format
-    #[arg(short = 'o', long, value_enum, default_value_t = ReportFormat::Table)]
-    pub output: ReportFormat,
+    /// Output format: table, wide, json, yaml, name, jsonpath=TEMPLATE, jsonpath-file=FILE,
+    /// custom-columns=SPEC, custom-columns-file=FILE (the last five over the -o json document)
+    #[arg(short = 'o', long, value_name = "FORMAT", default_value = "table", value_parser = crate::render::printer::OutputParser { gate: false })]
+    pub output: OutputChoice,
 
     /// Print tables without their header row
     #[arg(long)]
     pub no_headers: bool,
+
+    #[command(flatten)]
+    pub template: TemplateArgs,
 }
 
 /// Every output format; `gate` takes them all.
@@ -273,6 +304,14 @@ pub struct GateArgs {
     /// Also show Workloads at dispatch's check in Retry, Rejected, or Pending before quota
     #[arg(long)]
     pub all_states: bool,
+
+    /// Show only the Workloads with these labels (a label selector, as kubectl's -l; the server filters)
+    #[arg(short = 'l', long, value_name = "SELECTOR")]
+    pub selector: Option<String>,
+
+    /// Sort the waiting Workloads by this JSONPath over each one's -o json entry (e.g. .since)
+    #[arg(long, value_name = "JSONPATH")]
+    pub sort_by: Option<String>,
 
     /// Judge the gate on every context of the kubeconfig, concurrently (one row per context)
     #[arg(long, conflicts_with_all = ["watch", "wait", "contexts"])]

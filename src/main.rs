@@ -43,7 +43,9 @@ fn run(cli: Cli) -> Exit {
     let mut err = io::stderr();
     let log = Log::new(verbosity, Box::new(io::stderr()));
     let clock = SystemClock;
-    let mut deps = Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Style::detect() };
+    let style = Style::for_color(invocation.color);
+    let printer = invocation.printer.as_ref();
+    let mut deps = Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style, printer };
     let result = runtime.block_on(app::run(&invocation, &mut deps));
     let flushed = out.flush();
     match (result, flushed) {

@@ -19,6 +19,17 @@ pub struct Invocation {
     pub connection: ConnectionArgs,
     pub timeout: Option<Duration>,
     pub verb: Verb,
+    /// `-o name|jsonpath=...|custom-columns=...`: the printer of the verb's `-o json` document.
+    pub printer: Option<crate::render::printer::Printer>,
+    pub color: crate::cli::ColorWhen,
+}
+
+/// Which of the waiting Workloads gate shows, and in which order: `-l` and `--sort-by`.
+#[derive(Debug, Clone, Default)]
+pub struct WorkloadView {
+    /// A label selector, passed to the server.
+    pub selector: Option<String>,
+    pub sort_by: Option<crate::render::jsonpath::Template>,
 }
 
 /// The contexts of a fleet run.
@@ -37,6 +48,7 @@ pub enum Verb {
         output: Output,
         all_states: bool,
         all_namespaces: bool,
+        view: WorkloadView,
     },
     Gate {
         settings: GateSettings,
@@ -44,6 +56,7 @@ pub enum Verb {
         all_states: bool,
         all_namespaces: bool,
         live: Option<GateLive>,
+        view: WorkloadView,
     },
     Lease {
         lease: LeaseRef,
@@ -88,13 +101,13 @@ pub struct Output {
 
 impl From<&GateOutputArgs> for Output {
     fn from(o: &GateOutputArgs) -> Self {
-        Output { format: o.output, no_headers: o.no_headers }
+        Output { format: o.output.format, no_headers: o.no_headers }
     }
 }
 
 impl From<&OutputArgs> for Output {
     fn from(o: &OutputArgs) -> Self {
-        Output { format: o.output.into(), no_headers: o.no_headers }
+        Output { format: o.output.format, no_headers: o.no_headers }
     }
 }
 
@@ -133,7 +146,7 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
     };
     connection.namespace = scope.namespace.clone();
     if let Command::Gate(args) = &cli.command
-        && args.output.output == Format::Prometheus
+        && args.output.output.format == Format::Prometheus
         && (args.watch || args.wait)
     {
         return Err(Error::Usage(
@@ -159,6 +172,11 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
         _ => None,
     };
     connection.context = connection.contexts.first().cloned();
+    let printer = printer(&cli.command)?;
+    let view = match &cli.command {
+        Command::Gate(args) => workload_view(args)?,
+        _ => WorkloadView::default(),
+    };
     let verb = match cli.command {
         Command::Gate(args) if fleet.is_some() => Verb::Fleet {
             contexts: fleet.unwrap_or(Fleet::All),
@@ -166,6 +184,7 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
             output: (&args.output).into(),
             all_states: args.all_states,
             all_namespaces: scope.all_namespaces,
+            view,
         },
         Command::Gate(args) => Verb::Gate {
             settings: gate_settings(&args.target)?,
@@ -175,6 +194,7 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
             live: (args.watch || args.wait)
                 .then(|| Ok::<_, Error>(GateLive { wait: args.wait, timeout: wait_timeout(args.timeout.as_deref())? }))
                 .transpose()?,
+            view,
         },
         Command::Lease(args) => Verb::Lease {
             lease: lease_ref(&args.target, &read_target_config(&args.target)?)?,
@@ -202,7 +222,35 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
         // Needs no cluster: main prints the script before resolving anything.
         Command::Completion(_) => return Err(Error::Usage("completion is not a cluster command".into())),
     };
-    Ok(Invocation { connection, timeout, verb })
+    Ok(Invocation { connection, timeout, verb, printer, color: cli.color })
+}
+
+/// The printer `-o` names, its template parsed (a bad one is a usage error, as kubectl's).
+fn printer(command: &Command) -> Result<Option<crate::render::printer::Printer>, Error> {
+    let (choice, no_headers, template) = match command {
+        Command::Gate(a) => (&a.output.output, a.output.no_headers, &a.output.template),
+        Command::Lease(a) => (&a.output.output, a.output.no_headers, &a.output.template),
+        Command::Workload(a) => (&a.output.output, a.output.no_headers, &a.output.template),
+        Command::Doctor(a) => (&a.output.output, a.output.no_headers, &a.output.template),
+        Command::Completion(_) => return Ok(None),
+    };
+    let Some((kind, arg)) = &choice.printer else { return Ok(None) };
+    crate::render::printer::Printer::new(*kind, arg, template.allow_missing_template_keys, no_headers)
+        .map(Some)
+        .map_err(Error::Usage)
+}
+
+fn workload_view(args: &crate::cli::GateArgs) -> Result<WorkloadView, Error> {
+    let sort_by = match &args.sort_by {
+        None => None,
+        Some(path) => {
+            let expr = crate::render::jsonpath::relaxed(path).map_err(Error::Usage)?;
+            let t = crate::render::jsonpath::Template::parse(&expr)
+                .map_err(|e| Error::Usage(format!("error parsing jsonpath {expr}, {e}")))?;
+            Some(t)
+        }
+    };
+    Ok(WorkloadView { selector: args.selector.clone(), sort_by })
 }
 
 /// The adapter's config, as far as it names dispatch's objects. Unknown keys are ignored.

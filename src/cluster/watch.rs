@@ -117,10 +117,23 @@ pub fn follow<K>(
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
 {
+    follow_labelled(api, fields, None, forbidden)
+}
+
+/// [`follow`], listing and watching only the objects with these labels (`-l`).
+pub fn follow_labelled<K>(
+    api: Api<K>,
+    fields: Option<String>,
+    labels: Option<String>,
+    forbidden: WhenForbidden<K>,
+) -> impl Stream<Item = Signal<K>> + Send + 'static
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+{
     let (tx, rx) = unbounded();
     tokio::spawn(async move {
         // Ends when nobody listens any more (a send fails).
-        let _ = Reflector { api, fields, forbidden, tx }.run().await;
+        let _ = Reflector { api, fields, labels, forbidden, tx }.run().await;
     });
     rx
 }
@@ -128,6 +141,7 @@ where
 struct Reflector<K> {
     api: Api<K>,
     fields: Option<String>,
+    labels: Option<String>,
     forbidden: WhenForbidden<K>,
     tx: UnboundedSender<Signal<K>>,
 }
@@ -183,6 +197,7 @@ where
             };
             let params = WatchParams {
                 field_selector: self.fields.clone(),
+                label_selector: self.labels.clone(),
                 timeout: Some(WATCH_SECONDS),
                 bookmarks: true,
                 ..WatchParams::default()
@@ -258,6 +273,7 @@ where
         'again: loop {
             let mut params = ListParams::default().limit(PAGE);
             params.field_selector = self.fields.clone();
+            params.label_selector = self.labels.clone();
             let mut first = true;
             loop {
                 match self.api.list(&params).await {

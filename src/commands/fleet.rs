@@ -29,6 +29,7 @@ pub struct FleetOptions<'a> {
     pub all_states: bool,
     pub all_namespaces: bool,
     pub timeout: Option<Duration>,
+    pub view: &'a crate::settings::WorkloadView,
 }
 
 pub fn run(opts: &FleetOptions<'_>, deps: &mut Deps<'_>) -> Result<Exit, Error> {
@@ -84,6 +85,7 @@ async fn judge_one(
         output: opts.output,
         all_states: opts.all_states,
         all_namespaces: opts.all_namespaces,
+        view: opts.view,
     };
     let now = clock.now();
     let collected = gate::collect(&conn, &gate_opts, log).await.map_err(|e| e.to_string())?;

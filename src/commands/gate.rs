@@ -24,6 +24,8 @@ pub struct GateOptions<'a> {
     pub output: Output,
     pub all_states: bool,
     pub all_namespaces: bool,
+    /// `-l` and `--sort-by` on the waiting Workloads.
+    pub view: &'a crate::settings::WorkloadView,
 }
 
 /// The facts of one run, as read.
@@ -83,7 +85,7 @@ async fn kueue_reads(conn: &Connection, kueue: &Kueue, opts: &GateOptions<'_>, l
     };
     let (cqs, (acs, scope, waiting), lqs) = futures::try_join!(
         fetch::cluster_queues(conn, kueue, log),
-        fetch::waiting(conn, kueue, namespace, scoped, log),
+        fetch::waiting(conn, kueue, namespace, opts.view.selector.as_deref(), scoped, log),
         fetch::local_queues(conn, kueue, namespace, log),
     )?;
     let local_queues = lqs.found().cloned().unwrap_or_default();
@@ -105,7 +107,32 @@ pub fn judge(
         warnings.push(format!("cannot show waiting Workloads: missing RBAC: {}", d.rule));
     }
     let namespace = (!opts.all_namespaces).then(|| namespace.to_string());
-    GateRun { report, waiting: collected.waiting, namespace, warnings, now }
+    let waiting = collected.waiting.map(|w| sort_waiting(w, opts.view, now));
+    GateRun { report, waiting, namespace, warnings, now }
+}
+
+/// `--sort-by`: the waiting Workloads ordered by what the JSONPath finds in each one's `-o
+/// json` entry, as `kubectl get --sort-by` orders objects (numbers by value, text in natural
+/// order, an entry where it finds nothing first); stable, so equal keys keep their order.
+pub fn sort_waiting(
+    mut rows: Vec<waiting::Waiting>,
+    view: &crate::settings::WorkloadView,
+    now: k8s_openapi::jiff::Timestamp,
+) -> Vec<waiting::Waiting> {
+    let Some(template) = &view.sort_by else { return rows };
+    let mut keyed: Vec<(Option<serde_json::Value>, waiting::Waiting)> = rows
+        .drain(..)
+        .map(|w| {
+            let doc = serde_json::to_value(crate::report::waiting_doc(&w, now)).unwrap_or_default();
+            let key = template
+                .find(&doc, true)
+                .ok()
+                .and_then(|found| found.into_iter().flatten().next().and_then(|f| f.value()));
+            (key, w)
+        })
+        .collect();
+    keyed.sort_by(|(a, _), (b, _)| crate::render::jsonpath::sort_order(a.as_ref(), b.as_ref()));
+    keyed.into_iter().map(|(_, w)| w).collect()
 }
 
 pub async fn run(conn: &Connection, opts: &GateOptions<'_>, deps: &mut Deps<'_>) -> Result<Exit, Error> {
@@ -116,7 +143,9 @@ pub async fn run(conn: &Connection, opts: &GateOptions<'_>, deps: &mut Deps<'_>)
     for w in &run.warnings {
         let _ = writeln!(deps.err, "Warning: {w}");
     }
-    if opts.output.format == Format::Prometheus {
+    if let Some(printer) = deps.printer {
+        printer.print(&run.document(), deps.out)?;
+    } else if opts.output.format == Format::Prometheus {
         let name = conn.context.as_deref().unwrap_or_default();
         crate::render::prometheus::render(&[Context { name, outcome: Ok(&run) }], deps.out)?;
     } else {

@@ -110,6 +110,7 @@ const STREAMS: usize = 5;
 /// Watches one Kueue resource and converts each object with `convert`.
 fn kueue_watch<K, T>(
     api: Api<K>,
+    labels: Option<String>,
     stream: usize,
     rule: String,
     convert: impl Fn(&K) -> (String, T) + Send + 'static,
@@ -119,7 +120,7 @@ where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
     T: Send + 'static,
 {
-    cwatch::follow(api, None, WhenForbidden::Retry)
+    cwatch::follow_labelled(api, None, labels, WhenForbidden::Retry)
         .map(move |signal| {
             let what = match signal {
                 Signal::Seen(Seen::List) => wrap(StoreChange::Init),
@@ -212,6 +213,7 @@ fn watches(
     vec![
         kueue_watch(
             cqs,
+            None,
             0,
             "list and watch clusterqueues.kueue.x-k8s.io (cluster-wide)".into(),
             |o| (key(o), wire::cluster_queue(o)),
@@ -219,6 +221,7 @@ fn watches(
         ),
         kueue_watch(
             acs,
+            None,
             1,
             "list and watch admissionchecks.kueue.x-k8s.io (cluster-wide)".into(),
             |o| (key(o), wire::admission_check(o)),
@@ -226,6 +229,7 @@ fn watches(
         ),
         kueue_watch(
             wls,
+            opts.view.selector.clone(),
             2,
             format!("list and watch workloads.kueue.x-k8s.io {scope}"),
             move |o| {
@@ -241,6 +245,7 @@ fn watches(
         ),
         kueue_watch(
             lqs,
+            None,
             3,
             format!("list and watch localqueues.kueue.x-k8s.io {scope}"),
             |o| (key(o), wire::local_queue(o)),
@@ -302,7 +307,7 @@ async fn follow(
             _ = sleep_opt(give_up) => {
                 let exit = last.as_ref().map(|r| Exit::from(r.report.verdict)).unwrap_or(Exit::Unknown);
                 if live.wait && let Some(run) = &last {
-                    crate::render::gate::render_to(run, opts.output, deps.style, deps.out, deps.err)?;
+                    render_once(run, opts, deps)?;
                 }
                 return Ok(if live.wait { exit } else { Exit::Yes });
             }
@@ -347,11 +352,11 @@ async fn follow(
         };
         let report = gate::evaluate(opts.settings, &facts, now);
         let lqs = local_queues.fetched().found().cloned().unwrap_or_default();
-        let waiting = waiting_rows(&workloads, &report, opts, &lqs);
+        let waiting = waiting_rows(&workloads, &report, opts, &lqs, now);
         let run = GateRun { report, waiting, namespace: namespace.clone(), warnings: Vec::new(), now };
         if live.wait {
             if run.report.verdict == Verdict::Yes {
-                crate::render::gate::render_to(&run, opts.output, deps.style, deps.out, deps.err)?;
+                render_once(&run, opts, deps)?;
                 return Ok(Exit::Yes);
             }
             last = Some(run);
@@ -381,6 +386,7 @@ fn waiting_rows(
     report: &GateReport,
     opts: &GateOptions<'_>,
     local_queues: &[LocalQueue],
+    now: k8s_openapi::jiff::Timestamp,
 ) -> Fetched<Vec<Waiting>> {
     let scope = WaitingScope {
         checks: report.dispatch_checks.clone(),
@@ -389,8 +395,16 @@ fn waiting_rows(
     };
     workloads.fetched().map(|all| {
         let rows = all.into_iter().flatten().filter(|w| scope.checks.contains(&w.check)).collect();
-        waiting::finish(rows, local_queues, &scope)
+        super::gate::sort_waiting(waiting::finish(rows, local_queues, &scope), opts.view, now)
     })
+}
+
+/// `--wait`'s one print: the printer of `-o jsonpath=...` and the like, else the format's.
+fn render_once(run: &GateRun, opts: &GateOptions<'_>, deps: &mut Deps<'_>) -> Result<(), Error> {
+    match deps.printer {
+        Some(printer) => printer.print(&run.document(), deps.out),
+        None => Ok(crate::render::gate::render_to(run, opts.output, deps.style, deps.out, deps.err)?),
+    }
 }
 
 /// Per chain: the ClusterQueue, its verdict, and the rule that decides it (the first failing
@@ -412,6 +426,11 @@ fn stamp(now: k8s_openapi::jiff::Timestamp) -> String {
 }
 
 fn print_chains(run: &GateRun, opts: &GateOptions<'_>, docs: usize, deps: &mut Deps<'_>) -> Result<(), Error> {
+    if let Some(printer) = deps.printer {
+        printer.print(&run.document(), deps.out)?;
+        deps.out.flush()?;
+        return Ok(());
+    }
     match opts.output.format {
         Format::Json => crate::render::structured::json_line(deps.out, &run.document())?,
         Format::Yaml => crate::render::structured::yaml_document(deps.out, &run.document(), docs)?,
