@@ -25,8 +25,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
-	"k8s.io/kubectl/pkg/cmd/get"
 	"k8s.io/client-go/util/jsonpath"
+	"k8s.io/kubectl/pkg/cmd/get"
 )
 
 func fail(kind string, err error) {
