@@ -225,7 +225,7 @@ pub struct GateOutputArgs {
     /// Output format: table, wide, json, yaml, prometheus (text exposition for node_exporter's
     /// textfile collector or a Pushgateway), name, jsonpath=TEMPLATE, jsonpath-file=FILE,
     /// custom-columns=SPEC, custom-columns-file=FILE (the last five over the -o json document)
-    #[arg(short = 'o', long, value_name = "FORMAT", default_value = "table", value_parser = crate::render::printer::OutputParser { gate: true })]
+    #[arg(short = 'o', long, value_name = "FORMAT", default_value = "table", hide_possible_values = true, value_parser = crate::render::printer::OutputParser { gate: true })]
     pub output: OutputChoice,
 
     /// Print tables without their header row; only table rows reach stdout (the rest goes to stderr)
@@ -248,7 +248,7 @@ pub struct TemplateArgs {
 pub struct OutputArgs {
     /// Output format: table, wide, json, yaml, name, jsonpath=TEMPLATE, jsonpath-file=FILE,
     /// custom-columns=SPEC, custom-columns-file=FILE (the last five over the -o json document)
-    #[arg(short = 'o', long, value_name = "FORMAT", default_value = "table", value_parser = crate::render::printer::OutputParser { gate: false })]
+    #[arg(short = 'o', long, value_name = "FORMAT", default_value = "table", hide_possible_values = true, value_parser = crate::render::printer::OutputParser { gate: false })]
     pub output: OutputChoice,
 
     /// Print tables without their header row
@@ -309,7 +309,7 @@ pub struct GateArgs {
     #[arg(short = 'l', long, value_name = "SELECTOR")]
     pub selector: Option<String>,
 
-    /// Sort the waiting Workloads by this JSONPath over each one's -o json entry (e.g. .since)
+    /// Sort the waiting Workloads by this JSONPath over each one's -o json entry (e.g. .sinceSeconds, .name)
     #[arg(long, value_name = "JSONPATH")]
     pub sort_by: Option<String>,
 

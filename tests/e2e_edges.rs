@@ -452,7 +452,7 @@ fn flags_a_verb_does_not_use_are_usage_errors() {
     usage(&["gate", "--timeout", "5s"], "the following required arguments were not provided: <--watch|--wait>");
     usage(&["gate", "--all-contexts", "--context", "admin"], "the argument '--all-contexts' cannot be used with");
     usage(&["--context", "admin", "gate", "--all-contexts"], "the argument '--all-contexts' cannot be used with");
-    usage(&["lease", "-o", "prometheus"], "invalid value 'prometheus' for '--output <OUTPUT>'");
+    usage(&["lease", "-o", "prometheus"], "invalid value 'prometheus' for '--output <FORMAT>'");
 
     // -n before the verb reads the same namespace as after it.
     let after = c.dispatch(&s.args("gate", &["-n", &s.ns, "-o", "json"])).json();

@@ -6,37 +6,11 @@
 
 mod support;
 
-use std::process::{Command, Stdio};
-
 use kubectl_dispatch::render::jsonpath::Template;
 use kubectl_dispatch::render::printer::{Printer, PrinterKind};
 use serde_json::Value;
+use support::printcheck::oracle;
 use support::repo;
-
-/// What kubectl's printer made of a template: its output, or `parse: ...` / `execute: ...`.
-fn oracle(doc: &str, format: &str, args: &[&str]) -> Result<String, String> {
-    use std::io::Write;
-    let mut child = Command::new(repo().join("tests/cluster/testcluster"))
-        .arg("printcheck")
-        .arg("-o")
-        .arg(format)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("cannot start tests/cluster/testcluster printcheck");
-    child.stdin.take().unwrap().write_all(doc.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    match out.status.code() {
-        Some(0) => Ok(String::from_utf8(out.stdout).expect("printcheck prints UTF-8")),
-        Some(1) if stderr.starts_with("parse: ") || stderr.starts_with("execute: ") => {
-            Err(stderr.trim_end_matches('\n').to_string())
-        }
-        _ => panic!("testcluster printcheck -o {format} failed to run: {stderr}"),
-    }
-}
 
 fn ours_jsonpath(doc: &Value, template: &str, allow_missing: bool) -> Result<String, String> {
     let t = Template::parse(template).map_err(|e| format!("parse: {e}"))?;

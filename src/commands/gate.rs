@@ -112,8 +112,8 @@ pub fn judge(
 }
 
 /// `--sort-by`: the waiting Workloads ordered by what the JSONPath finds in each one's `-o
-/// json` entry, as `kubectl get --sort-by` orders objects (numbers by value, text in natural
-/// order, an entry where it finds nothing first); stable, so equal keys keep their order.
+/// json` entry, as `kubectl get --sort-by` orders objects (numbers by value, text byte by byte,
+/// an entry where it finds nothing first); stable, so equal keys keep their order.
 pub fn sort_waiting(
     mut rows: Vec<waiting::Waiting>,
     view: &crate::settings::WorkloadView,

@@ -1161,8 +1161,9 @@ pub fn relaxed(expr: &str) -> Result<String, String> {
     }
 }
 
-/// How `kubectl get --sort-by` orders two values: nothing found first, numbers by value, text
-/// in natural order (fvbommel/sortorder's NaturalLess: runs of digits by their number).
+/// How `kubectl get --sort-by` orders two values (kubectl's sorter.go): nothing found first,
+/// numbers by value, text byte by byte. (kubectl also orders two texts that both parse as
+/// quantities, `1Gi` and `500Mi`, by amount; the waiting Workloads' entries hold none.)
 pub fn sort_order(a: Option<&Value>, b: Option<&Value>) -> std::cmp::Ordering {
     use std::cmp::Ordering;
     let less = |x: &Value, y: &Value| -> bool {
@@ -1171,7 +1172,7 @@ pub fn sort_order(a: Option<&Value>, b: Option<&Value>) -> std::cmp::Ordering {
                 (Some(i), Some(j)) => i < j,
                 _ => m.as_f64().unwrap_or_default() < n.as_f64().unwrap_or_default(),
             },
-            (Value::String(s), Value::String(t)) => natural_less(s, t),
+            (Value::String(s), Value::String(t)) => s < t,
             (Value::Bool(p), Value::Bool(q)) => !p & q,
             _ => false,
         }
@@ -1184,48 +1185,6 @@ pub fn sort_order(a: Option<&Value>, b: Option<&Value>) -> std::cmp::Ordering {
         (Some(x), Some(y)) if less(y, x) => Ordering::Greater,
         _ => Ordering::Equal,
     }
-}
-
-fn natural_less(s1: &str, s2: &str) -> bool {
-    let (a, b) = (s1.as_bytes(), s2.as_bytes());
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() && j < b.len() {
-        let (d1, d2) = (a[i].is_ascii_digit(), b[j].is_ascii_digit());
-        if d1 != d2 {
-            return d1;
-        }
-        if !d1 {
-            if a[i] != b[j] {
-                return a[i] < b[j];
-            }
-            i += 1;
-            j += 1;
-            continue;
-        }
-        while i < a.len() && a[i] == b'0' {
-            i += 1;
-        }
-        while j < b.len() && b[j] == b'0' {
-            j += 1;
-        }
-        let (n1, n2) = (i, j);
-        while i < a.len() && a[i].is_ascii_digit() {
-            i += 1;
-        }
-        while j < b.len() && b[j].is_ascii_digit() {
-            j += 1;
-        }
-        if i - n1 != j - n2 {
-            return i - n1 < j - n2;
-        }
-        if a[n1..i] != b[n2..j] {
-            return a[n1..i] < b[n2..j];
-        }
-        if n1 != n2 {
-            return n1 < n2;
-        }
-    }
-    a.len() < b.len()
 }
 
 #[cfg(test)]
@@ -1270,13 +1229,5 @@ mod tests {
         assert_eq!(relaxed("{.a.b}").unwrap(), "{.a.b}");
         assert_eq!(relaxed("{a}").unwrap(), "{.a}");
         assert!(relaxed("{.a}{.b}").is_err());
-    }
-
-    #[test]
-    fn natural_order() {
-        assert!(natural_less("wl-2", "wl-10"));
-        assert!(!natural_less("wl-10", "wl-2"));
-        assert!(natural_less("a", "b"));
-        assert!(natural_less("a", "ab"));
     }
 }

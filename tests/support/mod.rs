@@ -12,6 +12,7 @@ pub mod fixtures;
 pub mod forward;
 pub mod kueue;
 pub mod pods;
+pub mod printcheck;
 pub mod proxy;
 pub mod shapes;
 pub mod watch;
