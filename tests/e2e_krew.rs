@@ -1,8 +1,10 @@
 //! Installing through Krew for real, and kubectl's plugin completion, end to end: the release
 //! command's archives and manifest, krew's own validator (with its install step), `kubectl krew
 //! install --manifest --archive` into a temporary KREW_ROOT, the installed plugin run through
-//! kubectl against the test cluster, `kubectl krew uninstall`; and `kubectl __complete dispatch
-//! ...` answered by this binary as `kubectl_complete-dispatch`.
+//! kubectl against the test cluster, `kubectl krew uninstall`; Krew as a user meets it, from a
+//! custom index (`index add`, `install INDEX/dispatch`, `upgrade` to a second version published
+//! there, `uninstall`); and `kubectl __complete dispatch ...` answered by this binary as
+//! `kubectl_complete-dispatch`.
 //!
 //! Krew and validate-krew-manifest are built from the pinned Go module in tools/krew into the
 //! cache (tools/ensure). Nothing here reaches beyond 127.0.0.1.
@@ -328,4 +330,181 @@ fn kubectl_completes_the_plugin_through_kubectl_complete_dispatch() {
     let offline = must("kubectl __complete without a cluster", output(cmd));
     assert_eq!(offline.lines(), [":4"], "{}", offline.stderr);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn git(dir: &Path, args: &[&str]) -> Run {
+    let mut g = Command::new("git");
+    g.arg("-C").arg(dir).args(args);
+    g.env("GIT_AUTHOR_NAME", "test").env("GIT_AUTHOR_EMAIL", "test@127.0.0.1");
+    g.env("GIT_COMMITTER_NAME", "test").env("GIT_COMMITTER_EMAIL", "test@127.0.0.1");
+    must(&format!("git {args:?}"), output(g))
+}
+
+/// The repository's tracked files (as `git ls-files` names them, the working tree's bytes)
+/// copied to `dest`: a second checkout to build another version from.
+fn copy_tree(dest: &Path) {
+    let files = git(&repo(), &["ls-files", "-z"]);
+    for name in files.stdout.split('\0').filter(|n| !n.is_empty()) {
+        let from = repo().join(name);
+        if !from.is_file() {
+            continue;
+        }
+        let to = dest.join(name);
+        std::fs::create_dir_all(to.parent().expect("parent")).expect("mkdir");
+        std::fs::copy(&from, &to).unwrap_or_else(|e| panic!("copy {name}: {e}"));
+    }
+}
+
+/// The next patch version of `v`: 0.1.0 -> 0.1.1.
+fn next_version(v: &str) -> String {
+    let mut parts: Vec<u64> = v.split('.').map(|p| p.parse().expect("a numeric version")).collect();
+    *parts.last_mut().expect("a version") += 1;
+    parts.iter().map(u64::to_string).collect::<Vec<_>>().join(".")
+}
+
+/// Krew as a user meets it: a custom index (a git repository with plugins/dispatch.yaml, its
+/// archive served on 127.0.0.1), `kubectl krew index add`, `kubectl krew install INDEX/dispatch`,
+/// the plugin run through kubectl, a second version published to the index and `kubectl krew
+/// upgrade` to it (the new binary answers --version with it), `kubectl krew uninstall` leaving
+/// only the completion link the README has users make (and remove).
+#[test]
+fn krew_installs_from_a_custom_index_upgrades_and_uninstalls() {
+    let c = Cluster::shared();
+    let (krew, _) = krew_tools();
+    let work = temp_dir("krew-index");
+    let krew_bin = work.join("krew-bin");
+    std::fs::create_dir_all(&krew_bin).expect("mkdir");
+    std::os::unix::fs::symlink(&krew, krew_bin.join("kubectl-krew")).expect("symlink kubectl-krew");
+    let (os, arch) = host_platform();
+    let platform = format!("{os}/{arch}");
+
+    // The version of this checkout, packed from the binary cargo built for the tests.
+    let v1 = env!("CARGO_PKG_VERSION").to_string();
+    let d1 = work.join("v1");
+    std::fs::create_dir_all(&d1).expect("mkdir");
+    let (base1, served1) = serve(d1.clone());
+    let mut cmd = Command::new(repo().join("scripts/release"));
+    cmd.arg("--out").arg(&d1).args(["--uri-base", &base1]);
+    cmd.arg("--binary").arg(format!("{platform}={}", env!("CARGO_BIN_EXE_kubectl-dispatch")));
+    must("scripts/release v1", output(cmd));
+
+    // The next version: the same sources with Cargo.toml's version bumped, built (reusing this
+    // build's compiled dependencies through a hard-linked copy of the target folder) and
+    // packed by that checkout's own scripts/release.
+    let v2 = next_version(&v1);
+    let src2 = work.join("src-v2");
+    copy_tree(&src2);
+    for file in ["Cargo.toml", "Cargo.lock"] {
+        let path = src2.join(file);
+        let text = std::fs::read_to_string(&path).expect("read");
+        let old = format!("name = \"kubectl-dispatch\"\nversion = \"{v1}\"");
+        assert!(text.contains(&old), "{file} names the package's version");
+        std::fs::write(&path, text.replacen(&old, &format!("name = \"kubectl-dispatch\"\nversion = \"{v2}\""), 1))
+            .expect("write");
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo().join("target"));
+    let target2 = work.join("target");
+    std::fs::create_dir_all(&target2).expect("mkdir");
+    let mut cp = Command::new("cp");
+    cp.arg("-al").arg(target.join("debug")).arg(target2.join("debug"));
+    must("cp -al target/debug", output(cp));
+    let mut build = Command::new("cargo");
+    build.args(["build", "--locked", "--bin", "kubectl-dispatch"]).current_dir(&src2).env("CARGO_TARGET_DIR", &target2);
+    must("cargo build of the next version", output(build));
+    let binary2 = target2.join("debug/kubectl-dispatch");
+    let d2 = work.join("v2");
+    std::fs::create_dir_all(&d2).expect("mkdir");
+    let (base2, served2) = serve(d2.clone());
+    let mut cmd = Command::new(src2.join("scripts/release"));
+    cmd.arg("--out").arg(&d2).args(["--uri-base", &base2]);
+    cmd.arg("--binary").arg(format!("{platform}={}", binary2.display()));
+    must("scripts/release v2", output(cmd));
+
+    // The index: a git repository whose plugins/ holds the manifest.
+    let index = work.join("index");
+    std::fs::create_dir_all(index.join("plugins")).expect("mkdir");
+    git(&index, &["init", "-q", "-b", "master"]);
+    std::fs::copy(d1.join("krew/dispatch.yaml"), index.join("plugins/dispatch.yaml")).expect("publish v1");
+    git(&index, &["add", "plugins/dispatch.yaml"]);
+    git(&index, &["commit", "-q", "-m", &format!("dispatch v{v1}")]);
+
+    let root = work.join("krew-root");
+    let root_bin = root.join("bin");
+    let path = with_path(&[&root_bin, &krew_bin]);
+    let kubectl = |args: &[&str]| {
+        let mut cmd = c.command("kubectl", args);
+        cmd.env("PATH", &path).env("KREW_ROOT", &root).env("KREW_NO_UPGRADE_CHECK", "1");
+        output(cmd)
+    };
+    // krew's own default index is not reachable from here: only the local one is added, and
+    // krew is told the default index is this one too (KREW_DEFAULT_INDEX_URI), so that
+    // `index add` does not try to fetch it.
+    let index_url = index.display().to_string();
+    let kubectl_idx = |args: &[&str]| {
+        let mut cmd = c.command("kubectl", args);
+        cmd.env("PATH", &path).env("KREW_ROOT", &root).env("KREW_NO_UPGRADE_CHECK", "1");
+        cmd.env("KREW_DEFAULT_INDEX_URI", &index_url);
+        output(cmd)
+    };
+    must("kubectl krew index add", kubectl_idx(&["krew", "index", "add", "local", &index_url]));
+    let indexes = must("kubectl krew index list", kubectl_idx(&["krew", "index", "list"]));
+    assert!(
+        indexes.stdout.lines().any(|l| l.split_whitespace().eq(["local", index_url.as_str()])),
+        "{}",
+        indexes.stdout
+    );
+    let install = must("kubectl krew install local/dispatch", kubectl_idx(&["krew", "install", "local/dispatch"]));
+    assert!(install.stderr.contains("Installed plugin: dispatch"), "{}", install.stderr);
+    assert!(served1.load(Ordering::SeqCst) >= 1, "the archive came from {base1}");
+    let list = must("kubectl krew list", kubectl_idx(&["krew", "list"]));
+    assert!(list.has_line("local/dispatch"), "{}", list.stdout);
+
+    // Through kubectl, against the test cluster.
+    let s = Scenario::new("krewidx");
+    c.apply(&s.healthy_yaml());
+    let mut args = vec!["dispatch"];
+    args.extend(s.args("gate", &[]));
+    kubectl(&args).expect_code(0).expect_line("ReadmissionGate: yes (the adapter writes)");
+    let version = must("kubectl dispatch --version", kubectl(&["dispatch", "--version"]));
+    assert_eq!(version.stdout.trim(), format!("kubectl-dispatch {v1}"));
+
+    // The completion link, as the README has users make it.
+    let link = r#"ln -sf kubectl-dispatch "$(dirname "$(command -v kubectl-dispatch)")/kubectl_complete-dispatch""#;
+    let mut sh = c.command("bash", &["-c", link]);
+    sh.env("PATH", &path);
+    must("the completion symlink", output(sh));
+
+    // The next version is published to the index; krew upgrade fetches the index and takes it.
+    std::fs::copy(d2.join("krew/dispatch.yaml"), index.join("plugins/dispatch.yaml")).expect("publish v2");
+    git(&index, &["commit", "-q", "-am", &format!("dispatch v{v2}")]);
+    let upgrade = must("kubectl krew upgrade", kubectl_idx(&["krew", "upgrade", "dispatch"]));
+    assert!(upgrade.stderr.contains("Upgraded plugin: local/dispatch"), "{}", upgrade.stderr);
+    assert!(served2.load(Ordering::SeqCst) >= 1, "the new archive came from {base2}");
+    let version = must("kubectl dispatch --version", kubectl(&["dispatch", "--version"]));
+    assert_eq!(version.stdout.trim(), format!("kubectl-dispatch {v2}"), "the new binary answers");
+    assert!(root.join(format!("store/dispatch/v{v2}/kubectl-dispatch")).is_file());
+    assert!(!root.join(format!("store/dispatch/v{v1}")).exists(), "the old version is removed");
+    kubectl(&args).expect_code(0).expect_line("ReadmissionGate: yes (the adapter writes)");
+    // The completer link follows the plugin's link, so it runs the new version too.
+    let complete = must("kubectl __complete", kubectl(&["__complete", "dispatch", "gate", "--cluster-queue", &s.cq]));
+    assert_eq!(complete.lines(), [s.cq.as_str(), ":4"], "{}", complete.stderr);
+
+    // Uninstall: only the completion link is left, dangling, as the README says to remove it.
+    let uninstall = must("kubectl krew uninstall", kubectl_idx(&["krew", "uninstall", "dispatch"]));
+    assert!(
+        uninstall.stderr.lines().any(|l| l.starts_with("Uninstalled plugin: ") && l.ends_with("dispatch")),
+        "{}",
+        uninstall.stderr
+    );
+    let left: Vec<String> = std::fs::read_dir(&root_bin)
+        .expect("read bin")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["kubectl_complete-dispatch"], "bin/ holds only the completion link");
+    assert!(std::fs::metadata(root_bin.join("kubectl_complete-dispatch")).is_err(), "and it dangles");
+    for gone in [root.join("store/dispatch"), root.join("receipts/dispatch.yaml")] {
+        assert!(std::fs::symlink_metadata(&gone).is_err(), "{} is left behind", gone.display());
+    }
+    std::fs::remove_file(root_bin.join("kubectl_complete-dispatch")).expect("remove the completion link");
+    let _ = std::fs::remove_dir_all(&work);
 }
