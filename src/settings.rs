@@ -235,6 +235,9 @@ fn printer(command: &Command) -> Result<Option<crate::render::printer::Printer>,
         Command::Completion(_) => return Ok(None),
     };
     let Some((kind, arg)) = &choice.printer else { return Ok(None) };
+    if matches!(command, Command::Doctor(_)) && *kind == crate::render::printer::PrinterKind::Name {
+        return Err(Error::Usage("doctor names no objects: -o name is for gate, lease and workload".into()));
+    }
     crate::render::printer::Printer::new(*kind, arg, template.allow_missing_template_keys, no_headers)
         .map(Some)
         .map_err(Error::Usage)

@@ -187,7 +187,8 @@ fn names(doc: &Value) -> Vec<String> {
                     .collect()
             })
             .unwrap_or_default(),
-        Some("LeaseReport") => doc
+        // `lease --watch`: the Lease once a change, as `kubectl get -w -o name` names each event's.
+        Some("LeaseReport" | "LeaseChange") => doc
             .pointer("/lease/name")
             .and_then(s)
             .map(|n| format!("lease.coordination.k8s.io/{n}"))
@@ -197,5 +198,32 @@ fn names(doc: &Value) -> Vec<String> {
             doc.get("name").and_then(s).map(|n| format!("workload.kueue.x-k8s.io/{n}")).into_iter().collect()
         }
         _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_kubectls_resource_slash_name() {
+        let gate = serde_json::json!({"kind": "GateReport", "waiting": [{"name": "a"}, {"name": "b"}]});
+        assert_eq!(names(&gate), ["workload.kueue.x-k8s.io/a", "workload.kueue.x-k8s.io/b"]);
+        let change = serde_json::json!({"kind": "LeaseChange", "lease": {"name": "l"}});
+        assert_eq!(names(&change), ["lease.coordination.k8s.io/l"]);
+        let wl = serde_json::json!({"kind": "WorkloadReport", "name": "w"});
+        assert_eq!(names(&wl), ["workload.kueue.x-k8s.io/w"]);
+    }
+
+    #[test]
+    fn output_values() {
+        let gate = |s: &str| choice(s, GATE_FORMATS);
+        assert_eq!(gate("json").unwrap(), OutputChoice { format: Format::Json, printer: None });
+        let jp = gate("jsonpath={.a=b}").unwrap();
+        assert_eq!(jp.printer, Some((PrinterKind::JsonPath, "{.a=b}".to_string())));
+        assert!(choice("prometheus", REPORT_FORMATS).is_err());
+        assert!(gate("jsonpath").is_err());
+        assert!(gate("name=x").is_err());
+        assert!(gate("go-template={{.}}").unwrap_err().contains("not supported"));
     }
 }
