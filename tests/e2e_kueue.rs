@@ -394,7 +394,12 @@ fn kueues_own_heartbeat_v0_19_2_leader_election() {
     let c = &k.cluster;
     let (kns, kname) = KUEUE_LEASE.split_once('/').unwrap();
     let held = eventually("Kueue's manager takes its Lease", Duration::from_secs(90), || {
-        let lease = k.get(&["lease", "-n", kns, kname]);
+        // Until the manager has created it, the Lease does not exist: that is a wait, not a failure.
+        let out = c.kubectl(&["get", "lease", "-n", kns, kname, "-o", "json"], None);
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+        let lease: Value = serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())?;
         if lease["spec"]["holderIdentity"].as_str().is_some_and(|h| !h.is_empty()) {
             Ok(lease)
         } else {
