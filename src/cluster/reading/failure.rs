@@ -116,7 +116,8 @@ fn find<'a, T: StdError + 'static>(e: &'a (dyn StdError + 'static)) -> Option<&'
     None
 }
 
-fn chain_text(e: &(dyn StdError + 'static)) -> String {
+/// An error and each of its sources, joined with ": ".
+pub(crate) fn chain_text(e: &(dyn StdError + 'static)) -> String {
     let mut text = e.to_string();
     let mut current = e;
     while let Some(next) = current.source() {

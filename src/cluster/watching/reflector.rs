@@ -537,7 +537,7 @@ fn expired_cause(version: Option<&str>) -> String {
 pub fn plain_cause(e: &kube::Error) -> String {
     match e {
         kube::Error::Api(s) => plain_status(s),
-        other => plain_transport(&chain_text(other)),
+        other => plain_transport(&crate::cluster::reading::failure::chain_text(other)),
     }
 }
 
@@ -581,17 +581,6 @@ pub fn plain_transport(chain: &str) -> String {
         let last = chain.rsplit(": ").next().unwrap_or(chain);
         crate::error::first_line(last)
     }
-}
-
-fn chain_text(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut current = e;
-    while let Some(next) = current.source() {
-        text.push_str(": ");
-        text.push_str(&next.to_string());
-        current = next;
-    }
-    text
 }
 
 #[cfg(test)]
