@@ -166,7 +166,7 @@ pub async fn run(
         let _ = writeln!(deps.err, "Warning: {w}");
     }
     let streams = watches(conn, &served.kueue, opts, namespace.as_deref());
-    super::live::ended(follow(streams, discovered.server_date, opts, live, namespace, super::shutdown(), deps).await)
+    super::live::ended(follow(streams, opts, live, namespace, super::shutdown(), deps).await)
 }
 
 fn watches(
@@ -253,12 +253,12 @@ fn watches(
 }
 
 /// Follows the watches' updates until `shutdown` resolves, the timeout, or (with `--wait`) a
-/// yes. `server_date` is discovery's (server `Date`, our clock then), for the clock warning.
+/// yes. This machine's clock is compared with the server's `Date` at every answer by the link
+/// ([`Link`]), which says it once; so the judge is given no date of its own to warn from.
 /// Each evaluation is judged by the one-shot gate's [`judge`](super::gate::judge), so its
 /// warnings are the one-shot's; each is printed when it first appears.
 async fn follow(
     streams: Vec<BoxStream<'static, Update>>,
-    server_date: Option<(k8s_openapi::jiff::Timestamp, k8s_openapi::jiff::Timestamp)>,
     opts: &GateOptions<'_>,
     live: GateLive,
     namespace: Option<String>,
@@ -351,7 +351,7 @@ async fn follow(
         let waiting = waiting_rows(&workloads, &facts, opts, &lqs);
         // Kueue's version warning was printed once, before the watches started; Kueue's own
         // Lease is not followed live.
-        let collected = Collected { facts, waiting, server_date, kueue_warning: None, kueue_lease: None };
+        let collected = Collected { facts, waiting, server_date: None, kueue_warning: None, kueue_lease: None };
         let run = super::gate::judge(collected, opts, namespace.as_deref().unwrap_or_default(), now);
         for w in run.warnings.iter().filter(|w| !warned.contains(*w)) {
             let _ = writeln!(deps.err, "Warning: {w}");
@@ -590,7 +590,6 @@ mod tests {
     async fn follow_for(
         updates: BoxStream<'static, Update>,
         live: GateLive,
-        server_date: Option<(Timestamp, Timestamp)>,
         stop_after: u64,
     ) -> (Exit, String, String, Duration) {
         let clock = TokioClock { start: Instant::now() };
@@ -606,7 +605,7 @@ mod tests {
         };
         let started = Instant::now();
         let stop = tokio::time::sleep(Duration::from_secs(stop_after));
-        let exit = follow(vec![updates], server_date, &opts, live, Some("ml".into()), stop, &mut deps).await.unwrap();
+        let exit = follow(vec![updates], &opts, live, Some("ml".into()), stop, &mut deps).await.unwrap();
         let text = |s: &Shared| String::from_utf8(s.0.lock().unwrap().clone()).unwrap();
         (exit, text(&out), text(&err), started.elapsed())
     }
@@ -615,8 +614,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn the_stale_timer_re_evaluates_without_any_event_and_shutdown_ends_the_watch() {
-        let (exit, out, err, elapsed) =
-            follow_for(updates(facts(0), Some(Vec::new()), &[(0, 0)]), WATCH, None, 120).await;
+        let (exit, out, err, elapsed) = follow_for(updates(facts(0), Some(Vec::new()), &[(0, 0)]), WATCH, 120).await;
         assert_eq!(exit, Exit::Yes, "Ctrl-C ends a watch successfully");
         assert_eq!(elapsed, Duration::from_secs(120), "it ran until the shutdown");
         let evaluated: Vec<&str> = out.lines().filter(|l| l.ends_with("ReadmissionGate re-evaluated")).collect();
@@ -633,9 +631,9 @@ mod tests {
     async fn watch_prints_the_one_shot_gates_warnings_once_each() {
         // The Workloads may not be listed; our clock is 10 s ahead of the API server's; the
         // Lease is renewed 5 s in the future, at second 0 and again at second 2.
-        let server_date = Some((at(-10), at(0)));
-        let stream = updates(facts(5), None, &[(0, 5), (2, 7)]);
-        let (_, _, err, _) = follow_for(stream, WATCH, server_date, 20).await;
+        let clock = Update { stream: 4, what: What::Link(LinkEvent::Clock { server: at(-10), local: at(0) }) };
+        let stream = stream::iter([clock]).chain(updates(facts(5), None, &[(0, 5), (2, 7)])).boxed();
+        let (_, _, err, _) = follow_for(stream, WATCH, 20).await;
         let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("Warning: ")).collect();
         assert_eq!(
             warnings,
@@ -652,14 +650,13 @@ mod tests {
     async fn wait_gives_up_at_its_timeout_with_the_last_verdict() {
         let live = GateLive { wait: true, timeout: Some(Duration::from_secs(45)) };
         // Stale from the start (renewed a minute before): a yes would end the wait at once.
-        let (exit, out, _, elapsed) =
-            follow_for(updates(facts(-60), Some(Vec::new()), &[(0, -60)]), live, None, 600).await;
+        let (exit, out, _, elapsed) = follow_for(updates(facts(-60), Some(Vec::new()), &[(0, -60)]), live, 600).await;
         assert_eq!(elapsed, Duration::from_secs(45), "it gave up at --timeout");
         assert_eq!(exit, Exit::from(Verdict::No), "{out}");
         assert!(out.contains("ReadmissionGate"), "the last verdict is printed: {out}");
         let live = GateLive { wait: true, timeout: Some(Duration::from_secs(45)) };
         let (exit, _, _, elapsed) =
-            follow_for(updates(facts(-60), Some(Vec::new()), &[(0, -60), (10, 10)]), live, None, 600).await;
+            follow_for(updates(facts(-60), Some(Vec::new()), &[(0, -60), (10, 10)]), live, 600).await;
         assert_eq!((exit, elapsed), (Exit::Yes, Duration::from_secs(10)), "a yes ends the wait");
     }
 }
