@@ -70,34 +70,41 @@ struct Answered {
 }
 
 /// ResourceFlavor, dispatch's AdmissionCheck (Active through /status), ClusterQueue team-a
-/// listing it, team-b without it, their LocalQueues, a fresh Lease, and suspended Jobs: three
-/// on team-a (they wait at dispatch's check) and one on team-b (Kueue admits it at once).
-/// The gate lists exactly the three; then dispatch answers Ready, Retry and Rejected.
-fn scenario(k: &Kueue) -> Answered {
-    let c = &k.cluster;
+/// listing it with LocalQueue q, `more` objects beside them, and a fresh dispatch Lease; returns
+/// once Kueue marks team-a Active (it does once the check it lists is).
+fn team_a_behind_dispatch(k: &Kueue, more: &str) {
     k.apply(&format!(
-        "{}{}{}{}{}{}",
+        "{}{}{}{}{more}",
         k.resource_flavor("default-flavor"),
         k.admission_check(CHECK),
         k.cluster_queue("team-a", "default-flavor", &[CHECK]),
-        k.cluster_queue("team-b", "default-flavor", &[]),
         k.local_queue(NS, "q", "team-a"),
-        k.local_queue(NS, "qb", "team-b"),
     ));
     k.apply_status(&k.admission_check_active(CHECK));
-    c.apply(&fixtures::lease(
+    k.cluster.apply(&fixtures::lease(
         "dispatch-system",
         "dispatch-admission",
         Some("dispatch-admission-0"),
         Some(0),
         Some(300),
     ));
-    // Kueue marks the ClusterQueue Active once the check it lists is.
     eventually("Kueue makes ClusterQueue team-a Active", Duration::from_secs(60), || {
         let cq = k.get(&["clusterqueues.kueue.x-k8s.io", "team-a"]);
         let active = condition(&cq, "Active");
-        if active["status"] == "True" { Ok(()) } else { Err(active.to_string()) }
+        if active["status"] == "True" { Ok(()) } else { Err(cq["status"].to_string()) }
     });
+}
+
+/// ResourceFlavor, dispatch's AdmissionCheck (Active through /status), ClusterQueue team-a
+/// listing it, team-b without it, their LocalQueues, a fresh Lease, and suspended Jobs: three
+/// on team-a (they wait at dispatch's check) and one on team-b (Kueue admits it at once).
+/// The gate lists exactly the three; then dispatch answers Ready, Retry and Rejected.
+fn scenario(k: &Kueue) -> Answered {
+    let c = &k.cluster;
+    team_a_behind_dispatch(
+        k,
+        &format!("{}{}", k.cluster_queue("team-b", "default-flavor", &[]), k.local_queue(NS, "qb", "team-b")),
+    );
 
     k.apply(&format!(
         "{}{}{}{}",
@@ -407,25 +414,7 @@ fn kueues_own_heartbeat_v0_19_2_leader_election() {
         }
     });
     assert_eq!(held["spec"]["leaseDurationSeconds"], 15, "{held}");
-    k.apply(&format!(
-        "{}{}{}{}",
-        k.resource_flavor("default-flavor"),
-        k.admission_check(CHECK),
-        k.cluster_queue("team-a", "default-flavor", &[CHECK]),
-        k.local_queue(NS, "q", "team-a"),
-    ));
-    k.apply_status(&k.admission_check_active(CHECK));
-    c.apply(&fixtures::lease(
-        "dispatch-system",
-        "dispatch-admission",
-        Some("dispatch-admission-0"),
-        Some(0),
-        Some(300),
-    ));
-    eventually("Kueue makes ClusterQueue team-a Active", Duration::from_secs(60), || {
-        let cq = k.get(&["clusterqueues.kueue.x-k8s.io", "team-a"]);
-        if condition(&cq, "Active")["status"] == "True" { Ok(()) } else { Err(cq["status"].to_string()) }
-    });
+    team_a_behind_dispatch(&k, "");
     // A Job that can never fit in team-a's 8 cpu waits for quota.
     k.apply(&k.job(NS, "job-big", "q").replace("cpu: \"1\"", "cpu: \"9\""));
     let big = k.workload_of(NS, "job-big");
