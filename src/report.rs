@@ -15,6 +15,7 @@ use crate::core::waiting::Waiting;
 
 pub mod doctor;
 pub mod fleet;
+pub mod rbac;
 pub mod watch;
 pub mod workload;
 

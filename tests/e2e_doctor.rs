@@ -5,6 +5,7 @@
 
 mod support;
 
+use serde_json::json;
 use std::sync::OnceLock;
 
 use support::pods::{self, Container};
@@ -152,9 +153,16 @@ fn no_lease_is_told_the_rules_to_add() {
     let lease = finding(&v, "Lease dispatch-system/dispatch-admission is a live heartbeat");
     assert_eq!(lease["result"], "unknown");
     let rbac = v["rbac"].as_str().unwrap();
-    assert!(rbac.contains("kind: User\n  name: \"no-lease\"\n"), "{rbac}");
-    assert!(
-        rbac.contains("  resourceNames: [\"dispatch-admission\"]\n  verbs: [\"get\", \"list\", \"watch\"]\n"),
+    let objects = yaml_stream(rbac);
+    let binding = objects.iter().find(|o| o["kind"] == "RoleBinding").expect("a RoleBinding");
+    assert_eq!(
+        binding["subjects"],
+        json!([{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "no-lease"}])
+    );
+    let role = objects.iter().find(|o| o["kind"] == "Role").expect("a Role");
+    assert_eq!(
+        role["rules"][0],
+        json!({"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": ["dispatch-admission"], "verbs": ["get", "list", "watch"]}),
         "{rbac}"
     );
     let table = doctor(c, &["--context", "no-lease"]);
@@ -219,8 +227,10 @@ fn as_the_adapters_service_account() {
         finding(&v, get)["detail"].as_str().unwrap().ends_with("needed by gate, lease, and the adapter's preflight")
     );
     let rbac = v["rbac"].as_str().unwrap();
-    assert!(
-        rbac.contains(&format!("- kind: ServiceAccount\n  name: \"{sa}\"\n  namespace: \"dispatch-system\"\n")),
+    let binding = yaml_stream(rbac).into_iter().find(|o| o["kind"] == "RoleBinding").expect("a RoleBinding");
+    assert_eq!(
+        binding["subjects"],
+        json!([{"kind": "ServiceAccount", "name": sa, "namespace": "dispatch-system"}]),
         "{rbac}"
     );
     c.kubectl_ok(&["apply", "-f", "-"], Some(rbac));
@@ -297,4 +307,9 @@ fn without_kueue_the_doctor_says_so() {
         (Some("fail"), Some("kueue.x-k8s.io is not served: Kueue is not installed on this cluster"))
     );
     c.stop();
+}
+
+/// The documents of a YAML stream (`---` between them), as kubectl apply reads them.
+fn yaml_stream(text: &str) -> Vec<serde_json::Value> {
+    text.split("\n---\n").map(|d| serde_saphyr::from_str(d).unwrap_or_else(|e| panic!("{e}: {d}"))).collect()
 }

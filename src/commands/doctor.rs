@@ -88,8 +88,8 @@ pub async fn run(conn: &Connection, opts: &DoctorOptions<'_>, deps: &mut Deps<'_
     let report = doctor::evaluate(opts.lease, &facts, now);
     let run = DoctorRun { report, context: conn.context.clone(), now };
     if opts.rbac {
-        if let Some(yaml) = &run.report.rbac {
-            deps.out.write_all(yaml.as_bytes())?;
+        if let Some(plan) = &run.report.rbac {
+            deps.out.write_all(crate::report::rbac::manifest(plan).as_bytes())?;
         } else {
             let _ = writeln!(deps.err, "Nothing to grant: every read is allowed.");
         }

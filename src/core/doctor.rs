@@ -198,7 +198,7 @@ pub struct DoctorReport {
     /// The reads denied, in the order asked.
     pub missing: Vec<Access>,
     /// The RBAC objects that grant what is missing; `None` when nothing is.
-    pub rbac: Option<String>,
+    pub rbac: Option<RbacPlan>,
     /// Fail when anything would stop the gate or the plugin, else Unknown when something
     /// cannot be told, else Ok (warnings never count).
     pub overall: Level,
@@ -233,7 +233,7 @@ pub fn evaluate(lease_ref: &LeaseRef, facts: &DoctorFacts, now: Timestamp) -> Do
     }
     let missing: Vec<Access> =
         facts.access.iter().filter(|(_, answer)| matches!(answer, Answer::Denied(_))).map(|(a, _)| a.clone()).collect();
-    let rbac = (!missing.is_empty()).then(|| rbac_yaml(&missing, facts.identity.as_ref()));
+    let rbac = (!missing.is_empty()).then(|| rbac_plan(&missing, facts.identity.as_ref()));
     let overall = findings.iter().map(|f| f.level).filter(|l| *l != Level::Warning).max().unwrap_or(Level::Ok);
     DoctorReport { identity: facts.identity.clone(), findings, missing, rbac, overall }
 }
@@ -305,10 +305,6 @@ fn lease_finding(lease_ref: &LeaseRef, state: &LeaseState) -> Finding {
     Finding { area: "lease", check: format!("Lease {lease_ref} is a live heartbeat"), level, detail, access: None }
 }
 
-/// The RBAC objects that grant `missing` to the caller, as YAML that `kubectl apply -f -`
-/// accepts: a ClusterRole and ClusterRoleBinding for the cluster-wide reads, a Role and
-/// RoleBinding per namespace for the others. The subject is the caller (a ServiceAccount when
-/// the username is one), else a placeholder to replace.
 /// Kueue's manager's heartbeat: context, so never worse than a warning, and a warning only when
 /// its Lease shows that no manager leads. No Lease (a manager without leader election) and a
 /// read deploy/rbac.yaml does not grant are said as such, as ok: nothing is wrong with either.
@@ -323,61 +319,98 @@ fn kueue_lease_finding(a: &lease::LeaseAssessment) -> Finding {
     }
 }
 
-pub fn rbac_yaml(missing: &[Access], identity: Option<&Identity>) -> String {
-    let username = identity.map(|i| i.username.as_str());
-    let object = format!("kubectl-dispatch-doctor-{}", slug(username.unwrap_or("user")));
-    let subject = subject_yaml(username.unwrap_or("REPLACE-WITH-THE-USER"));
-    let mut scopes: Vec<Option<String>> = Vec::new();
+/// What the caller lacks, as the RBAC objects that grant it: a ClusterRole and
+/// ClusterRoleBinding for the cluster-wide reads, a Role and RoleBinding per namespace for the
+/// others, bound to the caller (a ServiceAccount when the username is one), else to a
+/// placeholder to replace. Data only: `report::rbac` writes it as YAML.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RbacPlan {
+    /// The caller's username, when the server said it.
+    pub caller: Option<String>,
+    /// The name of every object: `kubectl-dispatch-doctor-<caller>`.
+    pub object: String,
+    pub subject: RbacSubject,
+    /// The cluster-wide scope (`namespace: None`) first, then the namespaces in order.
+    pub scopes: Vec<RbacScope>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum RbacSubject {
+    ServiceAccount {
+        namespace: String,
+        name: String,
+    },
+    /// A user by name, or the placeholder `REPLACE-WITH-THE-USER`.
+    User(String),
+}
+
+/// The rules of one Role (a namespace) or of the ClusterRole (`None`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RbacScope {
+    pub namespace: Option<String>,
+    pub rules: Vec<RbacRule>,
+}
+
+/// One rule: a (group, resource, name) and the verbs asked of it, in the order asked, with
+/// what needs them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RbacRule {
+    pub group: &'static str,
+    pub resource: &'static str,
+    pub name: Option<String>,
+    pub verbs: Vec<&'static str>,
+    pub needed_by: Vec<&'static str>,
+}
+
+pub const RBAC_PLACEHOLDER: &str = "REPLACE-WITH-THE-USER";
+
+/// The RBAC objects that grant `missing` to the caller.
+pub fn rbac_plan(missing: &[Access], identity: Option<&Identity>) -> RbacPlan {
+    let caller = identity.map(|i| i.username.clone());
+    let username = caller.as_deref().unwrap_or(RBAC_PLACEHOLDER);
+    let parts: Vec<&str> = username.splitn(4, ':').collect();
+    let subject = match parts[..] {
+        ["system", "serviceaccount", ns, name] if !ns.is_empty() && !name.is_empty() => {
+            RbacSubject::ServiceAccount { namespace: ns.into(), name: name.into() }
+        }
+        _ => RbacSubject::User(username.into()),
+    };
+    let mut namespaces: Vec<Option<String>> = Vec::new();
     for a in missing {
-        if !scopes.contains(&a.namespace) {
-            scopes.push(a.namespace.clone());
+        if !namespaces.contains(&a.namespace) {
+            namespaces.push(a.namespace.clone());
         }
     }
-    scopes.sort();
-    let mut docs = Vec::new();
-    for scope in scopes {
-        let rules = rules_yaml(missing.iter().filter(|a| a.namespace == scope));
-        let (kind, binding, meta) = match &scope {
-            None => ("ClusterRole", "ClusterRoleBinding", format!("  name: {object}\n")),
-            Some(ns) => ("Role", "RoleBinding", format!("  name: {object}\n  namespace: {}\n", quote(ns))),
-        };
-        docs.push(format!("apiVersion: rbac.authorization.k8s.io/v1\nkind: {kind}\nmetadata:\n{meta}rules:\n{rules}"));
-        docs.push(format!(
-            "apiVersion: rbac.authorization.k8s.io/v1\nkind: {binding}\nmetadata:\n{meta}roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: {kind}\n  name: {object}\nsubjects:\n{subject}"
-        ));
+    namespaces.sort();
+    let scopes = namespaces
+        .into_iter()
+        .map(|namespace| {
+            let rules = rules(missing.iter().filter(|a| a.namespace == namespace));
+            RbacScope { namespace, rules }
+        })
+        .collect();
+    RbacPlan {
+        object: format!("kubectl-dispatch-doctor-{}", slug(caller.as_deref().unwrap_or("user"))),
+        caller,
+        subject,
+        scopes,
     }
-    let header = match username {
-        Some(u) => format!("# What {u} lacks for kubectl-dispatch and the adapter; apply as an admin.\n"),
-        None => "# What the caller lacks for kubectl-dispatch and the adapter; replace the subject, then apply as an admin.\n"
-            .to_string(),
-    };
-    format!("{header}{}", docs.join("---\n"))
 }
 
-/// One RBAC rule being built: a (group, resource, name) and the verbs and needs that ask for it.
-struct Rule<'a> {
-    group: &'a str,
-    resource: &'a str,
-    name: Option<&'a str>,
-    verbs: Vec<&'a str>,
-    needed_by: Vec<&'a str>,
-}
-
-/// Rules for one scope: one per (group, resource, name), with the verbs in the order asked,
-/// each after a comment that says what needs it.
-fn rules_yaml<'a>(accesses: impl Iterator<Item = &'a Access>) -> String {
-    let mut rules: Vec<Rule<'a>> = Vec::new();
+/// One rule per (group, resource, name), with the verbs in the order asked.
+fn rules<'a>(accesses: impl Iterator<Item = &'a Access>) -> Vec<RbacRule> {
+    let mut rules: Vec<RbacRule> = Vec::new();
     for a in accesses {
         let i = match rules
             .iter()
-            .position(|r| (r.group, r.resource, r.name) == (a.group, a.resource, a.name.as_deref()))
+            .position(|r| (r.group, r.resource, r.name.as_deref()) == (a.group, a.resource, a.name.as_deref()))
         {
             Some(i) => i,
             None => {
-                rules.push(Rule {
+                rules.push(RbacRule {
                     group: a.group,
                     resource: a.resource,
-                    name: a.name.as_deref(),
+                    name: a.name.clone(),
                     verbs: Vec::new(),
                     needed_by: Vec::new(),
                 });
@@ -392,32 +425,7 @@ fn rules_yaml<'a>(accesses: impl Iterator<Item = &'a Access>) -> String {
             rule.needed_by.push(a.needed_by);
         }
     }
-    let mut out = String::new();
-    for rule in rules {
-        out += &format!("# for {}\n", rule.needed_by.join("; "));
-        out += &format!("- apiGroups: [{}]\n  resources: [{}]\n", quote(rule.group), quote(rule.resource));
-        if let Some(name) = rule.name {
-            out += &format!("  resourceNames: [{}]\n", quote(name));
-        }
-        let verbs: Vec<String> = rule.verbs.iter().map(|v| quote(v)).collect();
-        out += &format!("  verbs: [{}]\n", verbs.join(", "));
-    }
-    out
-}
-
-fn subject_yaml(username: &str) -> String {
-    let parts: Vec<&str> = username.splitn(4, ':').collect();
-    match parts[..] {
-        ["system", "serviceaccount", ns, name] if !ns.is_empty() && !name.is_empty() => {
-            format!("- kind: ServiceAccount\n  name: {}\n  namespace: {}\n", quote(name), quote(ns))
-        }
-        _ => format!("- apiGroup: rbac.authorization.k8s.io\n  kind: User\n  name: {}\n", quote(username)),
-    }
-}
-
-/// A YAML scalar, double-quoted (a JSON string is a YAML one).
-fn quote(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+    rules
 }
 
 /// A name fit for an object's name: lower case, `[a-z0-9-]`, at most 63 characters.
@@ -487,14 +495,31 @@ mod tests {
         let r = evaluate(&LeaseRef::default(), &facts(pods_only), now());
         assert_eq!(r.overall, Level::Ok);
         assert_eq!(r.missing.len(), 1);
-        let yaml = r.rbac.unwrap();
-        assert!(yaml.contains("kind: Role\nmetadata:\n  name: kubectl-dispatch-doctor-alice\n  namespace: \"dispatch-system\"\nrules:\n# for the holder's pod (a note)\n- apiGroups: [\"\"]\n  resources: [\"pods\"]\n  verbs: [\"get\"]\n"), "{yaml}");
+        let plan = r.rbac.unwrap();
+        assert_eq!(plan.object, "kubectl-dispatch-doctor-alice");
+        assert_eq!(plan.scopes.len(), 1);
+        let scope = &plan.scopes[0];
+        assert_eq!(scope.namespace.as_deref(), Some("dispatch-system"));
+        assert_eq!(
+            scope.rules,
+            [RbacRule {
+                group: "",
+                resource: "pods",
+                name: None,
+                verbs: vec!["get"],
+                needed_by: vec!["the holder's pod (a note)"]
+            }]
+        );
         let leases =
             |a: &Access| if a.resource == "leases" { Answer::Denied(Some("no".into())) } else { Answer::Allowed };
         let r = evaluate(&LeaseRef::default(), &facts(leases), now());
         assert_eq!(r.overall, Level::Fail);
-        let yaml = r.rbac.unwrap();
-        assert!(yaml.contains("  resources: [\"leases\"]\n  resourceNames: [\"dispatch-admission\"]\n  verbs: [\"get\", \"list\", \"watch\"]\n"), "{yaml}");
+        let plan = r.rbac.unwrap();
+        let rule = &plan.scopes[0].rules[0];
+        assert_eq!(
+            (rule.resource, rule.name.as_deref(), rule.verbs.as_slice()),
+            ("leases", Some("dispatch-admission"), ["get", "list", "watch"].as_slice())
+        );
     }
 
     #[test]
@@ -528,18 +553,15 @@ mod tests {
     fn the_subject_is_the_caller_a_service_account_or_a_placeholder() {
         let missing = vec![reads(&LeaseRef::default(), None).remove(3)];
         let sa = Identity { username: "system:serviceaccount:dispatch-system:adapter".into(), groups: vec![] };
-        let yaml = rbac_yaml(&missing, Some(&sa));
-        assert!(
-            yaml.contains("- kind: ServiceAccount\n  name: \"adapter\"\n  namespace: \"dispatch-system\"\n"),
-            "{yaml}"
+        let plan = rbac_plan(&missing, Some(&sa));
+        assert_eq!(
+            plan.subject,
+            RbacSubject::ServiceAccount { namespace: "dispatch-system".into(), name: "adapter".into() }
         );
-        assert!(
-            yaml.contains("name: kubectl-dispatch-doctor-system-serviceaccount-dispatch-system-adapter\n"),
-            "{yaml}"
-        );
-        let yaml = rbac_yaml(&missing, None);
-        assert!(yaml.contains("  kind: User\n  name: \"REPLACE-WITH-THE-USER\"\n"), "{yaml}");
-        assert!(yaml.contains("kind: ClusterRoleBinding\nmetadata:\n  name: kubectl-dispatch-doctor-user\n"), "{yaml}");
+        assert_eq!(plan.object, "kubectl-dispatch-doctor-system-serviceaccount-dispatch-system-adapter");
+        let plan = rbac_plan(&missing, None);
+        assert_eq!(plan.subject, RbacSubject::User(RBAC_PLACEHOLDER.into()));
+        assert_eq!((plan.object.as_str(), plan.scopes[0].namespace.as_deref()), ("kubectl-dispatch-doctor-user", None));
         assert_eq!(slug("Alice@Example.COM"), "alice-example-com");
     }
 }

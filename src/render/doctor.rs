@@ -33,12 +33,12 @@ pub fn render(
             table::write(out, HEADERS, &rows, output.no_headers)?;
             let closing: &mut dyn Write = if output.no_headers { err } else { out };
             writeln!(closing, "{}", summary(&run.report, style))?;
-            if let Some(yaml) = &run.report.rbac {
+            if let Some(plan) = &run.report.rbac {
                 writeln!(
                     closing,
                     "\nTo grant what is missing, an admin applies this (kubectl dispatch doctor --rbac | kubectl apply -f -):\n"
                 )?;
-                closing.write_all(yaml.as_bytes())?;
+                closing.write_all(crate::report::rbac::manifest(plan).as_bytes())?;
             }
             Ok(())
         }

@@ -114,7 +114,7 @@ impl DoctorRun {
                 .map(|i| IdentityDoc { username: i.username.clone(), groups: i.groups.clone() }),
             findings: r.findings.iter().map(finding_doc).collect(),
             missing_rbac: r.missing.iter().map(|a| a.rule()).collect(),
-            rbac: r.rbac.clone(),
+            rbac: r.rbac.as_ref().map(super::rbac::manifest),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Strings from the cluster are someone else's text: escape control, bidi and zero-width
 //! characters before they reach a terminal, so a Workload message cannot move the cursor,
-//! recolour the screen or reorder a line.
+//! recolour the screen or reorder a line; and the line and paragraph separators (U+2028,
+//! U+2029), which YAML reads as line breaks.
 
 /// Escapes characters that would act on a terminal rather than print.
 pub fn escape(s: &str) -> String {
@@ -20,7 +21,7 @@ pub fn escape(s: &str) -> String {
 
 fn needs_escape(c: char) -> bool {
     c.is_control()
-        || matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+        || matches!(c, '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
 }
 
 /// A table cell as kubectl prints one: cut at the first line break with `...`, then escaped,
