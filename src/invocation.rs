@@ -108,6 +108,16 @@ impl Verb {
     pub fn is_live(&self) -> bool {
         matches!(self, Verb::Gate { live: Some(_), .. } | Verb::Lease { watch: Some(_), .. })
     }
+
+    pub fn output(&self) -> Output {
+        match self {
+            Verb::Fleet { output, .. }
+            | Verb::Gate { output, .. }
+            | Verb::Lease { output, .. }
+            | Verb::Workload { output, .. }
+            | Verb::Doctor { output, .. } => *output,
+        }
+    }
 }
 
 /// `gate --watch` or `gate --wait`.
@@ -140,6 +150,14 @@ pub enum Format {
     Json,
     Yaml,
     Prometheus,
+}
+
+impl Format {
+    /// A data format: its text keeps every value exact, escaped as the format itself requires
+    /// (JSON, YAML, Prometheus' exposition format), so it is not screened for a terminal.
+    pub fn is_exact(self) -> bool {
+        matches!(self, Format::Json | Format::Yaml | Format::Prometheus)
+    }
 }
 
 /// What `lease --watch --until` waits for.

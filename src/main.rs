@@ -13,7 +13,7 @@ use kubectl_dispatch::exit::Exit;
 use kubectl_dispatch::invocation::Invocation;
 use kubectl_dispatch::log::Log;
 use kubectl_dispatch::render::Style;
-use kubectl_dispatch::text::terminal::Lines;
+use kubectl_dispatch::text::terminal::{Allow, Lines, Screen};
 
 fn main() -> ExitCode {
     if let Some(exit) = cli::complete::as_kubectl_completer() {
@@ -32,12 +32,18 @@ fn run(invocation: &Invocation, verbosity: u8) -> Exit {
         Ok(rt) => rt,
         Err(e) => return report(&Error::Output(e)),
     };
-    let stdout = io::stdout();
-    let mut out = ClosedPipe::new(io::BufWriter::new(stdout.lock()), !invocation.verb.is_live());
-    let mut err = io::stderr();
+    let style = Style::detect();
+    // Text for a terminal passes the screen; JSON, YAML and Prometheus keep their data exact.
+    let allow = Allow { colour: style.color, clear_line: style.live };
+    let stdout: Box<dyn Write> = match invocation.verb.output().format.is_exact() {
+        true => Box::new(io::stdout().lock()),
+        false => Box::new(Screen::new(io::stdout().lock(), allow)),
+    };
+    let mut out = ClosedPipe::new(io::BufWriter::new(stdout), !invocation.verb.is_live());
+    let mut err = Screen::new(io::stderr(), Allow { clear_line: false, ..allow });
     let log = Log::new(verbosity, Lines::new(Box::new(io::stderr())));
     let clock = SystemClock;
-    let mut deps = Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Style::detect() };
+    let mut deps = Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style };
     let result = runtime.block_on(app::run(invocation, &mut deps));
     let flushed = out.flush();
     match (result, flushed) {
@@ -102,13 +108,13 @@ fn report(e: &Error) -> Exit {
     {
         return Exit::Failed;
     }
-    let mut stderr = io::stderr().lock();
-    let _ = writeln!(stderr, "error: {e}");
+    let stderr = Lines::new(Box::new(io::stderr()));
+    stderr.error(&e.to_string());
     if let Some(hint) = e.hint() {
-        let _ = writeln!(stderr, "{hint}");
+        stderr.foreign(&hint);
     }
     if e.is_usage() {
-        let _ = writeln!(stderr, "See 'kubectl dispatch --help' for usage.");
+        stderr.ours("See 'kubectl dispatch --help' for usage.");
     }
     e.exit()
 }

@@ -6,13 +6,14 @@ pub mod args;
 pub mod complete;
 pub mod resolve;
 
-use std::io::{self, Write};
+use std::io;
 
 use clap::Parser;
 
 use crate::error::Error;
 use crate::exit::Exit;
 use crate::invocation::Invocation;
+use crate::text::terminal::Lines;
 
 /// What the command line asks for.
 pub enum Parsed {
@@ -61,8 +62,8 @@ fn usage(e: clap::Error) -> Exit {
         let listed: Vec<&str> = lines.take_while(|l| l.starts_with("  ")).map(str::trim).collect();
         line = format!("{line} {}", listed.join(", "));
     }
-    let mut stderr = io::stderr().lock();
-    let _ = writeln!(stderr, "error: {line}");
-    let _ = writeln!(stderr, "See 'kubectl dispatch --help' for usage.");
+    let stderr = Lines::new(Box::new(io::stderr()));
+    stderr.error(&line);
+    stderr.ours("See 'kubectl dispatch --help' for usage.");
     Exit::Usage
 }

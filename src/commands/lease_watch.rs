@@ -25,6 +25,7 @@ use crate::exit::Exit;
 use crate::invocation::{Format, Until};
 use crate::invocation::{LeaseWatch, Output};
 use crate::render::watch::{Columns, change_doc, status_line, summary};
+use crate::text::terminal::CLEAR_LINE;
 
 pub async fn run(
     conn: &Connection,
@@ -196,14 +197,14 @@ impl View {
         let Some(a) = tracker.assess(now) else { return Ok(()) };
         let facts = a.facts.clone().unwrap_or_default();
         let line = status_line(&a.state, facts.holder(), facts.renew_time, now, &connection(link, polling, now));
-        write!(out, "\r\u{1b}[2K{line}")?;
+        write!(out, "{CLEAR_LINE}{line}")?;
         self.line_shown = true;
         out.flush()
     }
 
     fn clear(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
         if std::mem::take(&mut self.line_shown) {
-            write!(out, "\r\u{1b}[2K")?;
+            write!(out, "{CLEAR_LINE}")?;
         }
         Ok(())
     }

@@ -32,11 +32,12 @@ impl Style {
         if !self.color {
             return word.to_string();
         }
-        let code = match verdict {
-            Verdict::Yes => "32",
-            Verdict::No => "31",
-            Verdict::Unknown => "33",
+        use crate::text::terminal::{SGR_GREEN, SGR_RED, SGR_RESET, SGR_YELLOW};
+        let colour = match verdict {
+            Verdict::Yes => SGR_GREEN,
+            Verdict::No => SGR_RED,
+            Verdict::Unknown => SGR_YELLOW,
         };
-        format!("\u{1b}[{code}m{word}\u{1b}[0m")
+        format!("{colour}{word}{SGR_RESET}")
     }
 }
