@@ -109,6 +109,12 @@ impl Verb {
         matches!(self, Verb::Gate { live: Some(_), .. } | Verb::Lease { watch: Some(_), .. })
     }
 
+    /// stdout carries data (JSON, YAML, Prometheus text, `doctor --rbac`'s YAML), kept exact
+    /// and escaped as its format requires, rather than text for a terminal.
+    pub fn writes_data(&self) -> bool {
+        matches!(self, Verb::Doctor { rbac: true, .. }) || self.output().format.is_exact()
+    }
+
     pub fn output(&self) -> Output {
         match self {
             Verb::Fleet { output, .. }

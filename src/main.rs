@@ -35,7 +35,7 @@ fn run(invocation: &Invocation, verbosity: u8) -> Exit {
     let style = Style::detect();
     // Text for a terminal passes the screen; JSON, YAML and Prometheus keep their data exact.
     let allow = Allow { colour: style.color, clear_line: style.live };
-    let stdout: Box<dyn Write> = match invocation.verb.output().format.is_exact() {
+    let stdout: Box<dyn Write> = match invocation.verb.writes_data() {
         true => Box::new(io::stdout().lock()),
         false => Box::new(Screen::new(io::stdout().lock(), allow)),
     };

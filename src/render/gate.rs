@@ -92,7 +92,7 @@ fn text(run: &GateRun, output: Output, style: Style, lines: &mut Lines<'_>) -> i
         table::write(lines.out, WAITING_HEADERS, &rows, output.no_headers)?;
     }
     if let Some(summary) = run.stall_summary() {
-        writeln!(lines.note(), "{summary}")?;
+        writeln!(lines.note(), "{}", escape(&summary))?;
     }
     Ok(())
 }
