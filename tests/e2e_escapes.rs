@@ -338,9 +338,10 @@ fn a_hostile_exec_plugin_stderr_is_passed_on_screened() {
         }
         assert!(run.stderr.contains("exited with status 3"), "{}", run.stderr);
     }
-    // kubectl passes the plugin's stderr on raw: where the plugin differs (README).
+    // kubectl passes the plugin's stderr on raw: where the plugin differs (docs/output.md).
     let k = shapes.kubectl(&["--kubeconfig", kc, "get", "lease"], &[]);
     assert_ne!(k.code, 0, "kubectl ran with a failing plugin");
+    assert!(k.stderr.contains("\u{1b}]0;owned\u{7}"), "kubectl escaped it after all:\n{}", k.stderr);
 }
 
 /// `$'...'` body for bash: every byte as `\xNN`.

@@ -121,7 +121,7 @@ pub async fn run(conn: &Connection, opts: &GateOptions<'_>, deps: &mut Deps<'_>)
     let collected = collect(conn, opts, deps.log).await?;
     let run = judge(collected, opts, &conn.namespace, now);
     for w in &run.warnings {
-        let _ = writeln!(deps.err, "Warning: {w}");
+        let _ = writeln!(deps.err, "Warning: {}", crate::text::sanitize::escape(w));
     }
     if opts.output.format == Format::Prometheus {
         let name = conn.context.as_deref().unwrap_or_default();

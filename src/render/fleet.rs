@@ -6,7 +6,7 @@ use super::table;
 use crate::invocation::Format;
 use crate::invocation::Output;
 use crate::report::fleet::{ContextResult, FleetDocument};
-use crate::text::sanitize::cell;
+use crate::text::sanitize::{cell, escape};
 
 pub const HEADERS: &[&str] = &["context", "clusterqueue", "verdict", "reason", "waiting"];
 
@@ -48,10 +48,12 @@ pub fn notes(results: &[ContextResult], output: Output, err: &mut dyn Write) -> 
         match &r.outcome {
             Ok(run) => {
                 for w in &run.warnings {
-                    writeln!(err, "Warning: context {context}: {w}")?;
+                    writeln!(err, "Warning: context {context}: {}", escape(w))?;
                 }
             }
-            Err(e) if output.format == Format::Prometheus => writeln!(err, "error: context {context}: {e}")?,
+            Err(e) if output.format == Format::Prometheus => {
+                writeln!(err, "error: context {context}: {}", escape(&e.to_string()))?
+            }
             Err(_) => {}
         }
     }
