@@ -916,7 +916,7 @@ fn lease_watch_while_kueues_manager_goes_down_and_comes_back() {
             let opts = LeaseWatch { changes_only: false, until: None, timeout: None };
             let stop = tokio::time::sleep(Duration::from_secs(61));
             let leases = Leases { lease: &dispatch_ref, kueue: &kueue_ref };
-            lease_watch::follow(script(dispatch), script(kueue), leases, output, opts, false, stop, &mut deps)
+            lease_watch::follow(script(dispatch), || script(kueue), leases, output, opts, false, stop, &mut deps)
                 .await
                 .unwrap();
             (String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap())

@@ -48,7 +48,8 @@ pub async fn run(
     deps: &mut Deps<'_>,
 ) -> Result<Exit, Error> {
     let updates = watch::lease(conn, leases.lease);
-    let kueue = kueue_lease::kueue_lease(conn, leases.kueue);
+    let kueue_ref = leases.kueue;
+    let kueue = || kueue_lease::kueue_lease(conn, kueue_ref);
     let live_line = deps.style.live;
     live::ended(follow(updates, kueue, leases, output, opts, live_line, super::shutdown(), deps).await)
 }
@@ -62,10 +63,11 @@ enum Update {
 /// The watch loop, over any streams of updates (`cluster::watching::reflector::lease` and
 /// `cluster::watching::kueue_lease::kueue_lease` in the product, scripts in tests) and any
 /// shutdown signal. Ends on shutdown, on `--until`, on `--timeout`, or when stdout is closed.
+/// `kueue` starts Kueue's manager's Lease's stream: called once dispatch's was answered.
 #[allow(clippy::too_many_arguments)]
-pub async fn follow(
+pub async fn follow<K: Stream<Item = KueueLeaseUpdate>>(
     updates: impl Stream<Item = LeaseUpdate>,
-    kueue: impl Stream<Item = KueueLeaseUpdate>,
+    kueue: impl FnOnce() -> K,
     leases: Leases<'_>,
     output: Output,
     opts: LeaseWatch,
@@ -73,6 +75,14 @@ pub async fn follow(
     shutdown: impl Future<Output = ()>,
     deps: &mut Deps<'_>,
 ) -> Result<Exit, Error> {
+    // Kueue's Lease is followed once dispatch's was answered: before that, a refusal (a bad
+    // credential) is dispatch's to say, once, and a second stream would only race it.
+    let (open, opened) = futures::channel::oneshot::channel::<()>();
+    let mut open = Some(open);
+    let mut kueue = Some(kueue);
+    let kueue = futures::stream::once(opened)
+        .filter_map(move |_| futures::future::ready(kueue.take().map(|start| start())))
+        .flatten();
     let merged = futures::stream::select(updates.map(Update::Dispatch), kueue.map(Update::Kueue));
     let mut live = Live::new(merged, shutdown, opts.timeout, live_line);
     let lease = leases.lease;
@@ -113,6 +123,11 @@ pub async fn follow(
                 | Update::Kueue(KueueLeaseUpdate::Link(LinkEvent::Refused(refusal))),
             ) => break Err(watch::refused(refusal)),
             Woke::Update(Update::Dispatch(LeaseUpdate::Link(event))) => {
+                if event == LinkEvent::Up
+                    && let Some(open) = open.take()
+                {
+                    let _ = open.send(());
+                }
                 if let Some(said) = live::connection_lines(&mut link, 0, event, deps.clock.now()) {
                     view.clear(deps.out)?;
                     let _ = writeln!(deps.err, "{said}");
@@ -383,7 +398,7 @@ mod tests {
         // The product's stream says the list was answered before the Lease it read.
         let items = std::iter::once((0, up())).chain(items).collect();
         let exit =
-            follow(script(items), stream::pending(), leases(), output, opts, false, stop, &mut deps).await.unwrap();
+            follow(script(items), stream::pending, leases(), output, opts, false, stop, &mut deps).await.unwrap();
         let elapsed = started.elapsed();
         let text = |s: &Shared| String::from_utf8(s.0.lock().unwrap().clone()).unwrap();
         (exit, text(&out), text(&err), elapsed)
@@ -494,7 +509,7 @@ mod tests {
         let output = Output { format: Format::Table, no_headers: false };
         let stop = tokio::time::sleep(Duration::from_secs(600));
         let e =
-            follow(script(items), stream::pending(), leases(), output, opts, false, stop, &mut deps).await.unwrap_err();
+            follow(script(items), stream::pending, leases(), output, opts, false, stop, &mut deps).await.unwrap_err();
         (e, String::from_utf8(out.0.lock().unwrap().clone()).unwrap())
     }
 
@@ -566,7 +581,7 @@ mod tests {
         let output = Output { format: Format::Yaml, no_headers: false };
         let stop = tokio::time::sleep(Duration::from_secs(5));
         let items = script(vec![(0, renewed("a", 0)), (2, renewed("a", 2))]);
-        follow(items, stream::pending(), leases(), output, watch(), false, stop, &mut deps).await.unwrap();
+        follow(items, stream::pending, leases(), output, watch(), false, stop, &mut deps).await.unwrap();
         let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
         let docs: Vec<&str> = text.split("---\n").collect();
         assert_eq!(docs.len(), 2, "{text}");
@@ -602,8 +617,9 @@ mod tests {
         let dispatch: Vec<(u64, LeaseUpdate)> =
             std::iter::once((0, up())).chain((0..=until).step_by(2).map(|t| (t, renewed("a", t as i64)))).collect();
         let kueue = std::iter::once((0, KueueLeaseUpdate::Link(LinkEvent::Up))).chain(kueue).collect();
-        let exit =
-            follow(script(dispatch), script(kueue), leases(), output, watch(), false, stop, &mut deps).await.unwrap();
+        let exit = follow(script(dispatch), || script(kueue), leases(), output, watch(), false, stop, &mut deps)
+            .await
+            .unwrap();
         let text = |s: &Shared| String::from_utf8(s.0.lock().unwrap().clone()).unwrap();
         (exit, text(&out), text(&err))
     }
@@ -690,5 +706,28 @@ mod tests {
 
     fn refused_missing() -> KueueLeaseUpdate {
         KueueLeaseUpdate::Lease(Fetched::Missing)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn kueues_lease_is_followed_only_once_dispatchs_was_answered() {
+        // A bad credential is dispatch's stream's to say: Kueue's is not started to race it.
+        let clock = TokioClock { base: base(), start: Instant::now() };
+        let (mut out, mut err) = (Shared::default(), Shared::default());
+        let log = Log::silent();
+        let mut deps = Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Default::default() };
+        let refused = LeaseUpdate::Link(LinkEvent::Refused(Refusal::Unauthorized { server: "https://k".into() }));
+        let down = down("the API server refuses connections (connection refused)");
+        let never =
+            || -> stream::Pending<KueueLeaseUpdate> { panic!("Kueue's Lease followed before dispatch's answered") };
+        let stop = tokio::time::sleep(Duration::from_secs(600));
+        let e =
+            follow(script(vec![(0, down), (1, refused)]), never, leases(), table(), watch(), false, stop, &mut deps)
+                .await
+                .unwrap_err();
+        assert_eq!(e.exit(), Exit::Failed);
+        assert_eq!(
+            String::from_utf8(err.0.lock().unwrap().clone()).unwrap(),
+            "watch interrupted: the API server refuses connections (connection refused); reconnecting\n"
+        );
     }
 }

@@ -24,7 +24,9 @@ pub enum KueueLeaseUpdate {
 }
 
 /// Follows Kueue's manager's Lease by name (`--kueue-lease`, else
-/// `kueue-system/c1f6bfd2.kueue.x-k8s.io`), polled with get when only get is allowed.
+/// `kueue-system/c1f6bfd2.kueue.x-k8s.io`), polled with get when only get is allowed. It asks
+/// at once: a live mode calls it once the reads that decide were answered, so that a rejected
+/// credential is said once, by those, rather than raced by this stream.
 pub fn kueue_lease(conn: &Connection, lease: &LeaseRef) -> impl Stream<Item = KueueLeaseUpdate> + Send + 'static {
     reflector::lease(conn, lease).filter_map(|update| futures::future::ready(from_lease(update)))
 }
