@@ -46,11 +46,14 @@ pub async fn run(inv: &Invocation, deps: &mut Deps<'_>) -> Result<Exit, Error> {
                 DoctorOptions { lease, kueue_lease, output: *output, all_namespaces: *all_namespaces, rbac: *rbac };
             doctor::run(&conn, &opts, deps).await
         }
-        Verb::Lease { lease, output, watch } => {
+        Verb::Lease { lease, kueue_lease, output, watch } => {
             let conn = connect().await?;
             match watch {
                 None => lease::run(&conn, lease, *output, deps).await,
-                Some(watch) => lease_watch::run(&conn, lease, *output, *watch, deps).await,
+                Some(watch) => {
+                    let leases = lease_watch::Leases { lease, kueue: kueue_lease };
+                    lease_watch::run(&conn, leases, *output, *watch, deps).await
+                }
             }
         }
         Verb::Workload { name, settings, output } => {

@@ -83,6 +83,8 @@ pub enum Verb {
     },
     Lease {
         lease: LeaseRef,
+        /// Kueue's manager's Lease, followed by `--watch` as context.
+        kueue_lease: LeaseRef,
         output: Output,
         watch: Option<LeaseWatch>,
     },

@@ -50,6 +50,12 @@ fn flags_a_verb_does_not_use_are_usage_errors() {
     usage(&["gate", "--all-contexts", "--context", "admin"], "the argument '--all-contexts' cannot be used with");
     usage(&["--context", "admin", "gate", "--all-contexts"], "the argument '--all-contexts' cannot be used with");
     usage(&["lease", "-o", "prometheus"], "invalid value 'prometheus' for '--output <OUTPUT>'");
+    // Kueue's manager's Lease is followed only by the watch (the one-shot lease reads only dispatch's).
+    usage(&["lease", "--kueue-lease", "kueue-system/x"], "the following required arguments were not provided:");
+    usage(
+        &["lease", "--watch", "--kueue-lease", "no-slash"],
+        "invalid value 'no-slash' for '--kueue-lease <NAMESPACE/NAME>'",
+    );
 
     // --help shows what the verb uses.
     let help = dispatch(&["lease", "--help"]);

@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde_json::Value;
 use support::fixtures;
 use support::kueue::{Kueue, condition};
+use support::watch::Watch;
 use support::{Run, eventually};
 
 const NS: &str = "ml";
@@ -394,7 +395,9 @@ fn kueue_status_sample(run: &Run, status: &str) -> Option<String> {
 /// manager is SIGKILLed and its Lease goes stale, the gate (still yes: Kueue's heartbeat is not
 /// one of the adapter's checks) says so under the chain, in JSON and in -o prometheus, doctor
 /// has a warning row, and `workload` adds a clause to a Workload that waits for quota. A user
-/// who may not read Kueue's Lease gets "forbidden", never "stale".
+/// who may not read Kueue's Lease gets "forbidden", never "stale". `lease --watch` (a table and
+/// JSON) says Kueue's manager going stale at its deadline, with no event from the dead manager,
+/// and a manager leading again once it is started anew; the viewer's watch goes on, silent.
 #[test]
 fn kueues_own_heartbeat_v0_19_2_leader_election() {
     let k = Kueue::start_and("v0.19.2", &["--kueue-leader-elect"]);
@@ -440,8 +443,49 @@ fn kueues_own_heartbeat_v0_19_2_leader_election() {
     assert!(!wl.json()["summary"].as_str().unwrap().contains("Kueue's manager"), "{}", wl.stdout);
     assert_eq!(wl.json()["kueueLease"]["status"], "fresh", "{}", wl.stdout);
 
+    // lease --watch follows Kueue's Lease beside dispatch's, in a table, in JSON, and as the
+    // viewer, who may not read Kueue's Lease (it is context: the watch goes on, and says nothing).
+    let mut rows = Watch::start(c, &["lease", "--watch", "--lease", LEASE]);
+    let mut json = Watch::start(c, &["lease", "--watch", "-o", "json", "--lease", LEASE]);
+    let mut viewer = Watch::start(c, &["lease", "--watch", "-o", "json", "--context", "viewer", "--lease", LEASE]);
+    rows.wait_for("dispatch's Lease's first row", Duration::from_secs(30), |l| l.contains(" observed "));
+    json.wait_for("dispatch's Lease's first change", Duration::from_secs(30), |l| l.contains("\"LeaseChange\""));
+    viewer.wait_for("dispatch's Lease's first change", Duration::from_secs(30), |l| l.contains("\"LeaseChange\""));
+
     // SIGKILLed: nothing releases the Lease; it keeps its holder and goes stale.
     c.kill_kueue_manager();
+    let stale_line = rows.wait_for("lease --watch's line on Kueue's manager", Duration::from_secs(120), |l| {
+        l.contains("Kueue's manager: ")
+    });
+    assert!(
+        stale_line.contains(&format!("   Kueue's manager: Lease {KUEUE_LEASE} was last renewed "))
+            && stale_line.ends_with(" ago, beyond 30s: no manager leads, so Kueue admits nothing"),
+        "the first line on Kueue's manager is its going stale: {stale_line}\n{}",
+        rows.seen.join("\n")
+    );
+    let doc = json
+        .wait_for("lease --watch's KueueLeaseChange", Duration::from_secs(60), |l| l.contains("\"KueueLeaseChange\""));
+    let doc: Value = serde_json::from_str(&doc).unwrap();
+    assert_eq!(doc["kueueLease"]["status"], "stale", "{doc}");
+    assert_eq!(doc["kueueLease"]["down"], true, "{doc}");
+    assert_eq!(doc["kueueLease"]["holder"], held["spec"]["holderIdentity"], "{doc}");
+    assert_eq!(doc["detail"].as_str(), Some(stale_line.split_once("   ").unwrap().1), "{doc}");
+    // dispatch's Lease renewed: its row carries Kueue's Lease as it is then, stale (or, for the
+    // viewer, forbidden: said in the field only).
+    c.apply(&fixtures::lease(
+        "dispatch-system",
+        "dispatch-admission",
+        Some("dispatch-admission-0"),
+        Some(0),
+        Some(300),
+    ));
+    let renewed = |w: &mut Watch| -> Value {
+        let line = w.wait_for("dispatch's Lease renewed", Duration::from_secs(30), |l| l.contains("\"renewed\""));
+        serde_json::from_str(&line).unwrap()
+    };
+    assert_eq!(renewed(&mut json)["kueueLease"]["status"], "stale");
+    assert_eq!(renewed(&mut viewer)["kueueLease"]["status"], "forbidden");
+    rows.wait_for("dispatch's Lease renewed", Duration::from_secs(30), |l| l.contains(" renewed "));
     let run = eventually("Kueue's manager's Lease goes stale", Duration::from_secs(120), || {
         let run = c.dispatch(&["gate", "-n", NS, "-o", "json"]);
         if kueue_lease(&run)["status"] == "stale" { Ok(run) } else { Err(run.stdout.clone()) }
@@ -505,12 +549,49 @@ fn kueues_own_heartbeat_v0_19_2_leader_election() {
     // --kueue-lease names another Lease: there is none, which is said as such.
     let run = c.dispatch(&["gate", "-n", NS, "--kueue-lease", "kueue-system/renamed", "-o", "json"]);
     assert_eq!(kueue_lease(&run)["status"], "no lease", "{}", run.stdout);
+
+    // Kueue's manager started again takes its Lease over: the watches say a manager leads.
+    c.start_kueue_manager();
+    let back = rows.wait_for("lease --watch's line on Kueue's manager leading again", Duration::from_secs(120), |l| {
+        l.contains("Kueue's manager: ")
+    });
+    assert!(
+        back.contains(&format!("   Kueue's manager: Lease {KUEUE_LEASE} renewed "))
+            && back.ends_with(" ago, within 30s: a manager leads"),
+        "{back}"
+    );
+    let doc = json.wait_for("lease --watch's second KueueLeaseChange", Duration::from_secs(60), |l| {
+        l.contains("\"KueueLeaseChange\"")
+    });
+    let doc: Value = serde_json::from_str(&doc).unwrap();
+    assert_eq!(doc["kueueLease"]["status"], "fresh", "{doc}");
+    assert_ne!(doc["kueueLease"]["holder"], held["spec"]["holderIdentity"], "a new manager holds it: {doc}");
+    // Kueue's going stale and its return are two lines (two documents), never a row of
+    // dispatch's Lease, and end no watch; the viewer's watch says nothing of a Lease it may not read.
+    let kinds = |seen: &[String]| -> Vec<String> {
+        seen.iter()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .map(|d| d["kind"].as_str().unwrap().to_string())
+            .filter(|k| k != "LeaseChange")
+            .collect()
+    };
+    let (code, seen, stderr) = rows.stop();
+    assert_eq!((code, stderr.len()), (0, 0), "{seen:#?} {stderr:#?}");
+    assert_eq!(seen.iter().filter(|l| l.contains("Kueue's manager: ")).count(), 2, "{seen:#?}");
+    assert!(seen.iter().all(|l| l.contains("Kueue's manager: ") || !l.contains("Kueue")), "{seen:#?}");
+    let (code, seen, stderr) = json.stop();
+    assert_eq!((code, stderr.len()), (0, 0), "{seen:#?} {stderr:#?}");
+    assert_eq!(kinds(&seen), ["KueueLeaseChange", "KueueLeaseChange"], "{seen:#?}");
+    let (code, seen, stderr) = viewer.stop();
+    assert_eq!((code, stderr.len()), (0, 0), "{seen:#?} {stderr:#?}");
+    assert_eq!(kinds(&seen), Vec::<String>::new(), "{seen:#?}");
 }
 
 /// A cluster as Kueue v0.20 installs it: Kueue's CRDs serve v1beta2 alone and only the v1beta2
 /// visibility APIService is registered (the harness's --kueue-v1beta2-only, on v0.19.2's
-/// manager). The gate, its live mode, lease, workload (its queue position included, at the
-/// version discovery lists), doctor and completion work there, all at v1beta2.
+/// manager). The gate, its live modes (`--wait`, `--watch`), lease and `lease --watch`, workload
+/// (its queue position included, at the version discovery lists), doctor and completion
+/// (Workloads, ClusterQueues, AdmissionChecks) work there, all at v1beta2.
 #[test]
 fn v1beta2_only_cluster_v0_19_2() {
     let k = Kueue::start_and("v0.19.2", &["--kueue-v1beta2-only"]);
@@ -532,6 +613,40 @@ fn v1beta2_only_cluster_v0_19_2() {
     let lease = c.dispatch(&["lease", "--lease", LEASE, "-o", "json"]);
     lease.expect_code(0);
     assert_eq!(lease.json()["lease"]["status"], "fresh", "{}", lease.stdout);
+    // lease --watch, and Kueue's Lease beside it: this manager runs without leader election,
+    // so there is none, which the watch says in its field only.
+    let mut lease = Watch::start(c, &["lease", "--watch", "-o", "json", "--lease", LEASE]);
+    let first: Value =
+        serde_json::from_str(&lease.wait_for("the first change", Duration::from_secs(30), |l| l.contains("observed")))
+            .unwrap();
+    assert_eq!(first["lease"]["status"], "fresh", "{first}");
+    c.apply(&fixtures::lease(
+        "dispatch-system",
+        "dispatch-admission",
+        Some("dispatch-admission-0"),
+        Some(0),
+        Some(300),
+    ));
+    let renewed: Value =
+        serde_json::from_str(&lease.wait_for("a renewal", Duration::from_secs(30), |l| l.contains("\"renewed\"")))
+            .unwrap();
+    assert_eq!(renewed["kueueLease"]["status"], "no lease", "{renewed}");
+    let (code, seen, stderr) = lease.stop();
+    assert_eq!((code, stderr.len()), (0, 0), "{seen:#?} {stderr:#?}");
+    assert!(seen.iter().all(|l| l.contains("\"LeaseChange\"")), "no line on a Lease that is not there: {seen:#?}");
+
+    // gate --watch lists, watches and re-reads at v1beta2: a new Job's Workload, put at
+    // dispatch's check by Kueue, is one more in its count.
+    let mut gate = Watch::start(c, &["gate", "-n", NS, "--watch"]);
+    gate.wait_for("the first verdict", Duration::from_secs(30), |l| l == "ReadmissionGate: yes (the adapter writes)");
+    let count = |line: &str| -> usize { line.split_whitespace().nth(1).unwrap().parse().unwrap() };
+    let at_check = " at dispatch's Pending check";
+    let before = count(&gate.wait_for("the waiting count", Duration::from_secs(30), |l| l.ends_with(at_check)));
+    k.apply(&k.job(NS, "job-e", "q"));
+    let more = format!(" {} workloads wait{at_check}", before + 1);
+    gate.wait_for("one more waiting", Duration::from_secs(60), |l| l.ends_with(&more));
+    let (code, seen, stderr) = gate.stop();
+    assert_eq!((code, stderr.len()), (0, 0), "{seen:#?} {stderr:#?}");
 
     // A Job that cannot fit beside the retried one waits for quota: its position is the one
     // Kueue's v1beta2 visibility API gives.
@@ -570,5 +685,13 @@ fn v1beta2_only_cluster_v0_19_2() {
     let run = Run::from(cmd.output().expect("kubectl __complete"));
     run.expect_code(0);
     assert_eq!(run.lines(), [big.as_str(), ":4"], "{}", run.stderr);
+    // ClusterQueues and AdmissionChecks too, read at the version discovery lists.
+    for (flag, want) in [("--cluster-queue", &["team-a", "team-b", ":4"][..]), ("--admission-check", &[CHECK, ":4"])] {
+        let mut cmd = c.command("kubectl", &["__complete", "dispatch", "gate", flag, ""]);
+        cmd.env("PATH", format!("{}:{}", dir.display(), support::plugin_path()));
+        let run = Run::from(cmd.output().expect("kubectl __complete"));
+        run.expect_code(0);
+        assert_eq!(run.lines(), want, "{flag}: {}", run.stderr);
+    }
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -120,16 +120,26 @@ proptest! {
         // heartbeat goes stale) is computed after each, as `lease --watch` does.
         let mut observed = observed;
         observed.sort_by_key(|(_, at)| *at);
+        // The same facts as Kueue's manager's Lease, followed beside it as the watch does.
         let mut tracker = Tracker::new(lease_ref(), false);
+        let mut manager = kubectl_dispatch::core::kueue_lease::Follower::new(LeaseRef::kueue_default());
         for (facts, at) in observed {
+            if let Some(said) = manager.observe(Some(Fetched::Found(facts.clone())), at) {
+                let _ = kubectl_dispatch::render::watch::kueue_change_doc(&said, at);
+            }
+            let kueue = manager.assess(at);
             for change in tracker.observe(Observation::Lease(Some(facts)), at) {
                 let _ = kubectl_dispatch::render::watch::detail(&change);
-                let _ = kubectl_dispatch::render::watch::change_doc(&change);
+                let _ = kubectl_dispatch::render::watch::change_doc(&change, kueue.as_ref());
             }
             if let Some(deadline) = tracker.deadline(at) {
                 prop_assert!(deadline > at, "the deadline {deadline} is not after {at}");
             }
+            if let Some(deadline) = manager.deadline(at) {
+                prop_assert!(deadline > at, "Kueue's deadline {deadline} is not after {at}");
+            }
             let _ = tracker.observe(Observation::Tick, at);
+            let _ = manager.observe(None, at);
         }
         let _ = kubectl_dispatch::render::watch::summary(&tracker.gaps);
     }

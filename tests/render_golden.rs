@@ -841,6 +841,100 @@ fn doctor_cannot_tell() {
     doctor_golden("doctor-cannot-tell", facts);
 }
 
+/// A wall clock that moves with tokio's paused time, from the golden instant.
+struct PausedClock {
+    base: k8s_openapi::jiff::Timestamp,
+    start: tokio::time::Instant,
+}
+
+impl kubectl_dispatch::clock::Clock for PausedClock {
+    fn now(&self) -> k8s_openapi::jiff::Timestamp {
+        self.base + k8s_openapi::jiff::SignedDuration::try_from(self.start.elapsed()).unwrap()
+    }
+}
+
+/// `lease --watch` for a minute while dispatch's controller renews every 10 s and Kueue's
+/// manager stops renewing at once, then a new one takes its Lease at 45 s: Kueue's manager's
+/// two lines (stale at its deadline, then a manager leads), in every format, from the one
+/// live loop run on paused time.
+#[test]
+fn lease_watch_while_kueues_manager_goes_down_and_comes_back() {
+    use futures::StreamExt;
+    use kubectl_dispatch::cluster::watching::kueue_lease::KueueLeaseUpdate;
+    use kubectl_dispatch::cluster::watching::reflector::LeaseUpdate;
+    use kubectl_dispatch::commands::lease_watch::{self, Leases};
+    use kubectl_dispatch::core::link::LinkEvent;
+    use kubectl_dispatch::invocation::LeaseWatch;
+    use std::time::Duration;
+
+    let base = now();
+    let facts = |holder: &str, at: i64| LeaseFacts {
+        holder: Some(holder.into()),
+        renew_time: Some(base + k8s_openapi::jiff::SignedDuration::from_secs(at)),
+        acquire_time: Some(base),
+        duration_seconds: Some(15),
+        transitions: Some(1),
+    };
+    fn script<T>(items: Vec<(u64, T)>) -> impl futures::Stream<Item = T> {
+        let start = tokio::time::Instant::now();
+        futures::stream::iter(items)
+            .then(move |(at, u)| async move {
+                tokio::time::sleep_until(start + Duration::from_secs(at)).await;
+                u
+            })
+            .chain(futures::stream::pending())
+    }
+    let dispatch_ref = LeaseRef { namespace: "dispatch-system".into(), name: "dispatch-admission".into() };
+    let kueue_ref = LeaseRef::kueue_default();
+    let mut failures = String::new();
+    for (suffix, format, no_headers) in FORMATS {
+        let output = Output { format: *format, no_headers: *no_headers };
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+        let (out, err) = runtime.block_on(async {
+            let clock = PausedClock { base, start: tokio::time::Instant::now() };
+            let dispatch: Vec<(u64, LeaseUpdate)> = std::iter::once((0, LeaseUpdate::Link(LinkEvent::Up)))
+                .chain(
+                    (0..=60)
+                        .step_by(10)
+                        .map(|t| (t, LeaseUpdate::Lease(Some(facts("dispatch-admission-0_1", t as i64))))),
+                )
+                .collect();
+            let kueue = vec![
+                (0, KueueLeaseUpdate::Link(LinkEvent::Up)),
+                (0, KueueLeaseUpdate::Lease(Fetched::Found(facts("kueue-controller-manager-7c9d_1", 0)))),
+                (45, KueueLeaseUpdate::Lease(Fetched::Found(facts("kueue-controller-manager-5b2f_2", 45)))),
+            ];
+            let (mut out, mut err) = (Vec::new(), Vec::new());
+            let log = kubectl_dispatch::log::Log::silent();
+            let mut deps = kubectl_dispatch::commands::Deps {
+                clock: &clock,
+                out: &mut out,
+                err: &mut err,
+                log: &log,
+                style: Style::default(),
+            };
+            let opts = LeaseWatch { changes_only: false, until: None, timeout: None };
+            let stop = tokio::time::sleep(Duration::from_secs(61));
+            let leases = Leases { lease: &dispatch_ref, kueue: &kueue_ref };
+            lease_watch::follow(script(dispatch), || script(kueue), leases, output, opts, false, stop, &mut deps)
+                .await
+                .unwrap();
+            (String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap())
+        });
+        let name = "lease-watch-kueue-down";
+        failures.extend(compare(&format!("{name}{suffix}"), &out));
+        if *no_headers {
+            failures.extend(compare(&format!("{name}-no-headers.stderr.txt"), &err));
+        } else {
+            assert_eq!(err, "", "{suffix}: only --no-headers sends Kueue's lines to stderr");
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "rendered output differs from the golden files (UPDATE_GOLDEN=1 rewrites them):\n{failures}"
+    );
+}
+
 #[test]
 fn every_golden_file_is_rendered_by_a_test() {
     if updating() {
@@ -877,6 +971,7 @@ fn every_golden_file_is_rendered_by_a_test() {
         "gate-kueue-lease-stale",
         "gate-kueue-lease-none",
         "gate-kueue-lease-forbidden",
+        "lease-watch-kueue-down",
     ];
     let mut expected: BTreeSet<String> =
         names.iter().flat_map(|n| FORMATS.iter().map(move |(suffix, ..)| format!("{n}{suffix}"))).collect();
@@ -884,6 +979,7 @@ fn every_golden_file_is_rendered_by_a_test() {
         expected.insert(format!("{gate}.prom"));
         expected.insert(format!("{gate}-no-headers.stderr.txt"));
     }
+    expected.insert("lease-watch-kueue-down-no-headers.stderr.txt".into());
     expected.extend(["fleet.txt", "fleet.prom", "fleet.stderr.txt", "fleet-prom.stderr.txt"].map(String::from));
     let present: BTreeSet<String> = std::fs::read_dir(golden_dir())
         .unwrap()

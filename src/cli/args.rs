@@ -360,6 +360,10 @@ pub struct LeaseArgs {
     /// Give up watching after this long (e.g. 2m); default: never
     #[arg(long, value_name = "DURATION", requires = "watch")]
     pub timeout: Option<String>,
+
+    /// With --watch, Kueue's manager's Lease, followed as context [default: kueue-system/c1f6bfd2.kueue.x-k8s.io]
+    #[arg(long, value_name = "NAMESPACE/NAME", requires = "watch")]
+    pub kueue_lease: Option<LeaseRef>,
 }
 
 #[derive(Debug, Args)]

@@ -105,6 +105,7 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
         },
         Command::Lease(args) => Verb::Lease {
             lease: lease_ref(&args.target, &read_target_config(&args.target)?)?,
+            kueue_lease: args.kueue_lease.clone().unwrap_or_else(LeaseRef::kueue_default),
             output: (&args.output).into(),
             watch: args
                 .watch

@@ -4,61 +4,99 @@
 //! forbidden watch) are survived: `cluster::watching::reflector` reconnects with a capped backoff, relists
 //! after a 410, or polls with get; `core::link` turns what the connection did into the lines
 //! on stderr and the status line.
+//!
+//! Kueue's manager's Lease is followed beside it in the same loop, as context: a watch of its
+//! own ([`crate::cluster::watching::kueue_lease`]) and a timer of its own, folded by
+//! [`crate::core::kueue_lease::Follower`] into a line when no manager leads any more, when one
+//! leads again, or when the Lease is deleted or created. It never changes a row, `--until` or
+//! the exit code.
 
 use std::future::Future;
 use std::io::Write;
 use std::time::Duration;
 
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use k8s_openapi::jiff::Timestamp;
 use tokio::time::Instant;
 
 use super::Deps;
 use super::live::{self, Live, Woke};
 use crate::cluster::connecting::connect::Connection;
+use crate::cluster::watching::kueue_lease::{self, KueueLeaseUpdate};
 use crate::cluster::watching::reflector::{self as watch, LeaseUpdate};
 use crate::core::heartbeat::{Change, Observation, Tracker};
-use crate::core::lease::{LeaseRef, LeaseState};
+use crate::core::kueue_lease::Follower;
+use crate::core::lease::{LeaseAssessment, LeaseRef, LeaseState};
 use crate::core::link::{Link, LinkEvent};
 use crate::error::Error;
 use crate::exit::Exit;
 use crate::invocation::{Format, Until};
 use crate::invocation::{LeaseWatch, Output};
-use crate::render::watch::{Columns, change_doc, status_line, summary};
+use crate::render::watch::{Columns, change_doc, kueue_change_doc, kueue_line, status_line, summary};
 use crate::text::terminal::CLEAR_LINE;
+
+/// The Leases a watch follows: dispatch's, and Kueue's manager's as context.
+pub struct Leases<'a> {
+    pub lease: &'a LeaseRef,
+    pub kueue: &'a LeaseRef,
+}
 
 pub async fn run(
     conn: &Connection,
-    lease: &LeaseRef,
+    leases: Leases<'_>,
     output: Output,
     opts: LeaseWatch,
     deps: &mut Deps<'_>,
 ) -> Result<Exit, Error> {
-    let updates = watch::lease(conn, lease);
+    let updates = watch::lease(conn, leases.lease);
+    let kueue_ref = leases.kueue;
+    let kueue = || kueue_lease::kueue_lease(conn, kueue_ref);
     let live_line = deps.style.live;
-    live::ended(follow(updates, lease, output, opts, live_line, super::shutdown(), deps).await)
+    live::ended(follow(updates, kueue, leases, output, opts, live_line, super::shutdown(), deps).await)
 }
 
-/// The watch loop, over any stream of updates (`cluster::watching::reflector::lease` in the product, a script in
-/// tests) and any shutdown signal. Ends on shutdown, on `--until`, on `--timeout`, or when
-/// stdout is closed.
-pub async fn follow(
+/// One update of either Lease.
+enum Update {
+    Dispatch(LeaseUpdate),
+    Kueue(KueueLeaseUpdate),
+}
+
+/// The watch loop, over any streams of updates (`cluster::watching::reflector::lease` and
+/// `cluster::watching::kueue_lease::kueue_lease` in the product, scripts in tests) and any
+/// shutdown signal. Ends on shutdown, on `--until`, on `--timeout`, or when stdout is closed.
+/// `kueue` starts Kueue's manager's Lease's stream: called once dispatch's was answered.
+#[allow(clippy::too_many_arguments)]
+pub async fn follow<K: Stream<Item = KueueLeaseUpdate>>(
     updates: impl Stream<Item = LeaseUpdate>,
-    lease: &LeaseRef,
+    kueue: impl FnOnce() -> K,
+    leases: Leases<'_>,
     output: Output,
     opts: LeaseWatch,
     live_line: bool,
     shutdown: impl Future<Output = ()>,
     deps: &mut Deps<'_>,
 ) -> Result<Exit, Error> {
-    let mut live = Live::new(updates, shutdown, opts.timeout, live_line);
+    // Kueue's Lease is followed once dispatch's was answered: before that, a refusal (a bad
+    // credential) is dispatch's to say, once, and a second stream would only race it.
+    let (open, opened) = futures::channel::oneshot::channel::<()>();
+    let mut open = Some(open);
+    let mut kueue = Some(kueue);
+    let kueue = futures::stream::once(opened)
+        .filter_map(move |_| futures::future::ready(kueue.take().map(|start| start())))
+        .flatten();
+    let merged = futures::stream::select(updates.map(Update::Dispatch), kueue.map(Update::Kueue));
+    let mut live = Live::new(merged, shutdown, opts.timeout, live_line);
+    let lease = leases.lease;
     let mut tracker = Tracker::new(lease.clone(), opts.changes_only);
-    let mut view = View { columns: Columns::default(), output, live_line, line_shown: false, docs: 0 };
-    let mut link = Link::new(1);
+    let mut manager = Follower::new(leases.kueue.clone());
+    let mut view = View { columns: Columns::default(), output, live_line, line_shown: false, docs: 0, held: None };
+    // Stream 0 is dispatch's Lease, 1 Kueue's: one connection story for both.
+    let mut link = Link::new(2);
     let mut polling: Option<Duration> = None;
     let end = loop {
         let now = deps.clock.now();
-        let stale_at = tracker.deadline(now).and_then(|d| Instant::now().checked_add(until(now, d)));
+        let deadline = [tracker.deadline(now), manager.deadline(now)].into_iter().flatten().min();
+        let stale_at = deadline.and_then(|d| Instant::now().checked_add(until(now, d)));
         let observation = match live.next(stale_at).await {
             Woke::Shutdown | Woke::Ended => break Ok(Exit::Yes),
             Woke::GaveUp => {
@@ -67,24 +105,52 @@ pub async fn follow(
                     _ => Ok(timed_out(&tracker, opts.until, deps.clock.now())),
                 };
             }
-            Woke::Timer => Observation::Tick,
-            Woke::Update(LeaseUpdate::Link(LinkEvent::Refused(refusal))) => break Err(watch::refused(refusal)),
-            Woke::Update(LeaseUpdate::Link(event)) => {
+            Woke::Timer => {
+                let now = deps.clock.now();
+                if let Some(a) = manager.observe(None, now) {
+                    view.kueue(&a, now, tracker.assess(now).is_some(), deps)?;
+                }
+                Observation::Tick
+            }
+            Woke::Update(Update::Kueue(KueueLeaseUpdate::Lease(read))) => {
+                let now = deps.clock.now();
+                if let Some(a) = manager.observe(Some(read), now) {
+                    view.kueue(&a, now, tracker.assess(now).is_some(), deps)?;
+                }
+                continue;
+            }
+            Woke::Update(
+                Update::Dispatch(LeaseUpdate::Link(LinkEvent::Refused(refusal)))
+                | Update::Kueue(KueueLeaseUpdate::Link(LinkEvent::Refused(refusal))),
+            ) => break Err(watch::refused(refusal)),
+            Woke::Update(Update::Dispatch(LeaseUpdate::Link(event))) => {
+                if event == LinkEvent::Up
+                    && let Some(open) = open.take()
+                {
+                    let _ = open.send(());
+                }
                 if let Some(said) = live::connection_lines(&mut link, 0, event, deps.clock.now()) {
                     view.clear(deps.out)?;
                     let _ = writeln!(deps.err, "{said}");
                 }
                 continue;
             }
-            Woke::Update(LeaseUpdate::Polling { every, rule }) => {
+            Woke::Update(Update::Kueue(KueueLeaseUpdate::Link(event))) => {
+                if let Some(said) = live::connection_lines(&mut link, 1, event, deps.clock.now()) {
+                    view.clear(deps.out)?;
+                    let _ = writeln!(deps.err, "{said}");
+                }
+                continue;
+            }
+            Woke::Update(Update::Dispatch(LeaseUpdate::Polling { every, rule })) => {
                 if polling.replace(every).is_none() {
                     view.clear(deps.out)?;
                     let _ = writeln!(deps.err, "{}", polling_line(lease, every, &rule));
                 }
                 continue;
             }
-            Woke::Update(LeaseUpdate::Lease(facts)) => Observation::Lease(facts),
-            Woke::Update(LeaseUpdate::Forbidden(rule)) => Observation::Forbidden(rule),
+            Woke::Update(Update::Dispatch(LeaseUpdate::Lease(facts))) => Observation::Lease(facts),
+            Woke::Update(Update::Dispatch(LeaseUpdate::Forbidden(rule))) => Observation::Forbidden(rule),
             Woke::Tick => {
                 view.status(&tracker, &link, polling, deps.clock.now(), deps.out)?;
                 continue;
@@ -92,7 +158,11 @@ pub async fn follow(
         };
         let now = deps.clock.now();
         for change in tracker.observe(observation, now) {
-            view.change(&change, &tracker, deps.out)?;
+            view.change(&change, &tracker, manager.assess(now).as_ref(), deps.out)?;
+        }
+        // Kueue's line said before dispatch's first row, under it.
+        if let Some((a, at)) = view.held.take() {
+            view.kueue(&a, at, true, deps)?;
         }
         if opts.until.is_some_and(|u| reached(u, &tracker, now)) {
             break Ok(Exit::Yes);
@@ -161,15 +231,24 @@ struct View {
     line_shown: bool,
     /// Documents written so far (YAML separates them with `---`).
     docs: usize,
+    /// Kueue's manager's line when it came before dispatch's Lease was first seen: said under
+    /// the first row rather than above the header.
+    held: Option<(LeaseAssessment, Timestamp)>,
 }
 
 impl View {
-    fn change(&mut self, change: &Change, tracker: &Tracker, out: &mut dyn Write) -> std::io::Result<()> {
+    fn change(
+        &mut self,
+        change: &Change,
+        tracker: &Tracker,
+        kueue: Option<&LeaseAssessment>,
+        out: &mut dyn Write,
+    ) -> std::io::Result<()> {
         self.clear(out)?;
         match self.output.format {
-            Format::Json => crate::render::structured::json_line(out, &change_doc(change))?,
+            Format::Json => crate::render::structured::json_line(out, &change_doc(change, kueue))?,
             Format::Yaml => {
-                crate::render::structured::yaml_document(out, &change_doc(change), self.docs)?;
+                crate::render::structured::yaml_document(out, &change_doc(change, kueue), self.docs)?;
                 self.docs += 1;
             }
             Format::Table | Format::Wide | Format::Prometheus => {
@@ -181,6 +260,29 @@ impl View {
             }
         }
         out.flush()
+    }
+
+    /// What Kueue's manager's Lease says now: a line in the table (on stderr with
+    /// `--no-headers`, so that stdout holds only rows, as the gate's notes), a document in
+    /// JSON and YAML. Held until dispatch's Lease was first seen (`shown`).
+    fn kueue(&mut self, a: &LeaseAssessment, at: Timestamp, shown: bool, deps: &mut Deps<'_>) -> std::io::Result<()> {
+        if !shown {
+            self.held = Some((a.clone(), at));
+            return Ok(());
+        }
+        self.clear(deps.out)?;
+        match self.output.format {
+            Format::Json => crate::render::structured::json_line(deps.out, &kueue_change_doc(a, at))?,
+            Format::Yaml => {
+                crate::render::structured::yaml_document(deps.out, &kueue_change_doc(a, at), self.docs)?;
+                self.docs += 1;
+            }
+            Format::Table | Format::Wide | Format::Prometheus if self.output.no_headers => {
+                let _ = writeln!(deps.err, "{}", kueue_line(a));
+            }
+            Format::Table | Format::Wide | Format::Prometheus => self.columns.line(deps.out, at, &kueue_line(a))?,
+        }
+        deps.out.flush()
     }
 
     fn status(
@@ -227,6 +329,7 @@ mod tests {
 
     use super::*;
     use crate::clock::Clock;
+    use crate::core::fetched::Fetched;
     use crate::core::lease::LeaseFacts;
     use crate::core::link::Refusal;
     use crate::log::Log;
@@ -258,7 +361,7 @@ mod tests {
     }
 
     /// Each update arrives at its second, then the stream stays open and silent.
-    fn script(items: Vec<(u64, LeaseUpdate)>) -> impl Stream<Item = LeaseUpdate> {
+    fn script<T>(items: Vec<(u64, T)>) -> impl Stream<Item = T> {
         let start = Instant::now();
         stream::iter(items)
             .then(move |(at, u)| async move {
@@ -295,10 +398,17 @@ mod tests {
         let stop = tokio::time::sleep(Duration::from_secs(stop_after));
         // The product's stream says the list was answered before the Lease it read.
         let items = std::iter::once((0, up())).chain(items).collect();
-        let exit = follow(script(items), &LeaseRef::default(), output, opts, false, stop, &mut deps).await.unwrap();
+        let exit =
+            follow(script(items), stream::pending, leases(), output, opts, false, stop, &mut deps).await.unwrap();
         let elapsed = started.elapsed();
         let text = |s: &Shared| String::from_utf8(s.0.lock().unwrap().clone()).unwrap();
         (exit, text(&out), text(&err), elapsed)
+    }
+
+    fn leases() -> Leases<'static> {
+        static DISPATCH: std::sync::LazyLock<LeaseRef> = std::sync::LazyLock::new(LeaseRef::default);
+        static KUEUE: std::sync::LazyLock<LeaseRef> = std::sync::LazyLock::new(LeaseRef::kueue_default);
+        Leases { lease: &DISPATCH, kueue: &KUEUE }
     }
 
     fn watch() -> LeaseWatch {
@@ -399,7 +509,8 @@ mod tests {
         let mut deps = Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Default::default() };
         let output = Output { format: Format::Table, no_headers: false };
         let stop = tokio::time::sleep(Duration::from_secs(600));
-        let e = follow(script(items), &LeaseRef::default(), output, opts, false, stop, &mut deps).await.unwrap_err();
+        let e =
+            follow(script(items), stream::pending, leases(), output, opts, false, stop, &mut deps).await.unwrap_err();
         (e, String::from_utf8(out.0.lock().unwrap().clone()).unwrap())
     }
 
@@ -471,7 +582,7 @@ mod tests {
         let output = Output { format: Format::Yaml, no_headers: false };
         let stop = tokio::time::sleep(Duration::from_secs(5));
         let items = script(vec![(0, renewed("a", 0)), (2, renewed("a", 2))]);
-        follow(items, &LeaseRef::default(), output, watch(), false, stop, &mut deps).await.unwrap();
+        follow(items, stream::pending, leases(), output, watch(), false, stop, &mut deps).await.unwrap();
         let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
         let docs: Vec<&str> = text.split("---\n").collect();
         assert_eq!(docs.len(), 2, "{text}");
@@ -485,5 +596,139 @@ mod tests {
         let (_, out, _, _) = run(items, watch(), 40).await;
         let events: Vec<&str> = out.lines().skip(1).filter_map(|l| l.split_whitespace().nth(1)).collect();
         assert_eq!(events, ["observed", "takeover", "renewed", "gaps:"], "{out}");
+    }
+
+    fn kueue_renewed(holder: &str, secs: i64) -> KueueLeaseUpdate {
+        let LeaseUpdate::Lease(Some(facts)) = renewed(holder, secs) else { unreachable!() };
+        KueueLeaseUpdate::Lease(Fetched::Found(facts))
+    }
+
+    /// dispatch's Lease renewed every 2 s from 0 to `until`, and Kueue's as scripted.
+    async fn with_kueue(
+        kueue: Vec<(u64, KueueLeaseUpdate)>,
+        until: u64,
+        output: Output,
+        stop_after: u64,
+    ) -> (Exit, String, String) {
+        let clock = TokioClock { base: base(), start: Instant::now() };
+        let (mut out, mut err) = (Shared::default(), Shared::default());
+        let log = Log::silent();
+        let mut deps = Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Default::default() };
+        let stop = tokio::time::sleep(Duration::from_secs(stop_after));
+        let dispatch: Vec<(u64, LeaseUpdate)> =
+            std::iter::once((0, up())).chain((0..=until).step_by(2).map(|t| (t, renewed("a", t as i64)))).collect();
+        let kueue = std::iter::once((0, KueueLeaseUpdate::Link(LinkEvent::Up))).chain(kueue).collect();
+        let exit = follow(script(dispatch), || script(kueue), leases(), output, watch(), false, stop, &mut deps)
+            .await
+            .unwrap();
+        let text = |s: &Shared| String::from_utf8(s.0.lock().unwrap().clone()).unwrap();
+        (exit, text(&out), text(&err))
+    }
+
+    fn table() -> Output {
+        Output { format: Format::Table, no_headers: false }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn kueues_manager_going_stale_and_coming_back_is_a_line_each_in_the_rows() {
+        let kueue = vec![(0, kueue_renewed("kueue-0_1", 0)), (40, kueue_renewed("kueue-1_2", 40))];
+        let (exit, out, err) = with_kueue(kueue, 50, table(), 51).await;
+        assert_eq!((exit, err.as_str()), (Exit::Yes, ""));
+        let said: Vec<&str> = out.lines().filter(|l| l.contains("Kueue's manager")).collect();
+        assert_eq!(
+            said,
+            [
+                "12:00:30Z   Kueue's manager: Lease kueue-system/c1f6bfd2.kueue.x-k8s.io was last renewed 31s ago, \
+                 beyond 30s: no manager leads, so Kueue admits nothing",
+                "12:00:40Z   Kueue's manager: Lease kueue-system/c1f6bfd2.kueue.x-k8s.io renewed 0s ago, within 30s: \
+                 a manager leads",
+            ],
+            "{out}"
+        );
+        // dispatch's rows go on as before: Kueue's Lease is context, not a row or a check.
+        assert!(out.lines().any(|l| l.starts_with("12:00:50Z   renewed")), "{out}");
+        assert!(!out.contains(" stale "), "{out}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stale_kueue_lease_from_the_start_is_said_under_the_first_row_or_on_stderr_without_headers() {
+        // Kueue's Lease is read before dispatch's: its line waits for the header and the first row.
+        let kueue = vec![(0, kueue_renewed("kueue-0_1", -100))];
+        let (_, out, err) = with_kueue(kueue.clone(), 0, table(), 3).await;
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(lines[0].starts_with("TIME") && lines[1].starts_with("12:00:00Z   observed"), "{out}");
+        assert!(
+            lines[2].starts_with(
+                "12:00:00Z   Kueue's manager: Lease kueue-system/c1f6bfd2.kueue.x-k8s.io was last renewed 1m40s ago"
+            ),
+            "{out}"
+        );
+        assert_eq!(err, "");
+        let (_, out, err) = with_kueue(kueue, 0, Output { format: Format::Table, no_headers: true }, 3).await;
+        assert!(!out.contains("Kueue"), "stdout holds only rows: {out}");
+        assert!(
+            err.starts_with("Kueue's manager: Lease kueue-system/c1f6bfd2.kueue.x-k8s.io was last renewed 1m40s ago"),
+            "{err}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn json_changes_carry_kueues_lease_and_its_changes_are_documents_of_their_own() {
+        let kueue = vec![(0, kueue_renewed("kueue-0_1", 0))];
+        let (_, out, _) = with_kueue(kueue, 34, Output { format: Format::Json, no_headers: false }, 35).await;
+        let docs: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let kinds: Vec<&str> = docs.iter().map(|d| d["kind"].as_str().unwrap()).collect();
+        let at = kinds.iter().position(|k| *k == "KueueLeaseChange").expect("a KueueLeaseChange");
+        assert_eq!(kinds.iter().filter(|k| **k == "KueueLeaseChange").count(), 1, "{out}");
+        let change = &docs[at];
+        assert!(change["time"].as_str().unwrap().starts_with("2026-11-30T12:00:30."), "at the deadline: {change}");
+        assert_eq!(change["kueueLease"]["status"], "stale");
+        assert_eq!(change["kueueLease"]["down"], true);
+        assert_eq!(change["kueueLease"]["holder"], "kueue-0_1");
+        assert!(change.get("event").is_none(), "{change}");
+        assert!(change["detail"].as_str().unwrap().starts_with("Kueue's manager: Lease "), "{change}");
+        assert_eq!(docs[at - 1]["kueueLease"]["status"], "fresh", "{out}");
+        assert_eq!(docs[at + 1]["kind"], "LeaseChange");
+        assert_eq!(docs[at + 1]["kueueLease"]["status"], "stale", "{out}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_kueue_lease_nobody_may_read_is_no_line_and_no_end() {
+        let refused = KueueLeaseUpdate::Lease(Fetched::Forbidden(crate::core::fetched::Denied {
+            rule: "get, list and watch leases.coordination.k8s.io".into(),
+        }));
+        let (exit, out, err) = with_kueue(vec![(0, refused)], 10, table(), 11).await;
+        assert_eq!((exit, err.as_str()), (Exit::Yes, ""));
+        assert!(!out.contains("Kueue"), "{out}");
+        assert!(out.lines().any(|l| l.starts_with("12:00:10Z   renewed")), "the watch goes on: {out}");
+        let (_, out, _) = with_kueue(vec![(0, refused_missing())], 10, table(), 11).await;
+        assert!(!out.contains("Kueue"), "{out}");
+    }
+
+    fn refused_missing() -> KueueLeaseUpdate {
+        KueueLeaseUpdate::Lease(Fetched::Missing)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn kueues_lease_is_followed_only_once_dispatchs_was_answered() {
+        // A bad credential is dispatch's stream's to say: Kueue's is not started to race it.
+        let clock = TokioClock { base: base(), start: Instant::now() };
+        let (mut out, mut err) = (Shared::default(), Shared::default());
+        let log = Log::silent();
+        let mut deps = Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Default::default() };
+        let refused = LeaseUpdate::Link(LinkEvent::Refused(Refusal::Unauthorized { server: "https://k".into() }));
+        let down = down("the API server refuses connections (connection refused)");
+        let never =
+            || -> stream::Pending<KueueLeaseUpdate> { panic!("Kueue's Lease followed before dispatch's answered") };
+        let stop = tokio::time::sleep(Duration::from_secs(600));
+        let e =
+            follow(script(vec![(0, down), (1, refused)]), never, leases(), table(), watch(), false, stop, &mut deps)
+                .await
+                .unwrap_err();
+        assert_eq!(e.exit(), Exit::Failed);
+        assert_eq!(
+            String::from_utf8(err.0.lock().unwrap().clone()).unwrap(),
+            "watch interrupted: the API server refuses connections (connection refused); reconnecting\n"
+        );
     }
 }

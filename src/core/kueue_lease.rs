@@ -83,6 +83,58 @@ pub fn clause(a: &LeaseAssessment) -> Option<String> {
     Some(format!("; Kueue's manager is down ({why}), so nothing is admitted until it is back"))
 }
 
+/// Kueue's manager's Lease followed live (`lease --watch`; gate --watch may use it too): the
+/// last read, and what was said of it. A live view says Kueue's manager when that says
+/// something: at the first read only when no manager leads (stale, no holder, never renewed),
+/// then at every change of [`status`] (it goes stale, comes back, is deleted or created).
+/// Renewals, and a takeover between two live managers, say nothing. A Lease missing or not
+/// readable from the start says nothing either (no manager without leader election holds one,
+/// and the viewer may not be granted Kueue's namespace); the one-shot verbs say it.
+#[derive(Debug, Clone)]
+pub struct Follower {
+    lease: LeaseRef,
+    last: Option<Fetched<LeaseFacts>>,
+    /// The status of the last read or tick (`None` before the first read).
+    status: Option<&'static str>,
+}
+
+impl Follower {
+    pub fn new(lease: LeaseRef) -> Follower {
+        Follower { lease, last: None, status: None }
+    }
+
+    /// The Lease at `now`, once it was read.
+    pub fn assess(&self, now: Timestamp) -> Option<LeaseAssessment> {
+        self.last.as_ref().map(|f| assess(&self.lease, f, now))
+    }
+
+    /// When a fresh Lease goes stale with no event: just past renewTime + 2 x duration, as
+    /// dispatch's (exactly at the limit still passes). `None` while it is not fresh.
+    pub fn deadline(&self, now: Timestamp) -> Option<Timestamp> {
+        match self.assess(now)?.state {
+            LeaseState::Fresh { stale_in, .. } => {
+                now.checked_add(stale_in.saturating_add(k8s_openapi::jiff::SignedDuration::from_micros(1))).ok()
+            }
+            _ => None,
+        }
+    }
+
+    /// Feeds a read (`None`: the deadline passed, nothing read); returns the Lease at `now`
+    /// when it is to be said.
+    pub fn observe(&mut self, read: Option<Fetched<LeaseFacts>>, now: Timestamp) -> Option<LeaseAssessment> {
+        if let Some(read) = read {
+            self.last = Some(read);
+        }
+        let a = self.assess(now)?;
+        let status = status(&a);
+        let said = match self.status.replace(status) {
+            None => is_down(&a),
+            Some(before) => before != status,
+        };
+        said.then_some(a)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,5 +211,52 @@ mod tests {
         }
         let released = Fetched::Found(LeaseFacts { holder: Some(String::new()), ..Default::default() });
         assert_eq!(status(&at(released)), "no holder");
+    }
+
+    #[test]
+    fn a_follower_says_the_manager_going_down_and_coming_back_once_each() {
+        let base = now();
+        let at = |secs: i64| base + SignedDuration::from_secs(secs);
+        let read = |renewed: i64, holder: &str| {
+            Some(Fetched::Found(LeaseFacts {
+                holder: Some(holder.into()),
+                renew_time: Some(at(renewed)),
+                acquire_time: None,
+                duration_seconds: Some(15),
+                transitions: Some(0),
+            }))
+        };
+        let mut f = Follower::new(LeaseRef::kueue_default());
+        assert!(f.deadline(at(0)).is_none(), "nothing read yet");
+        assert!(f.observe(None, at(0)).is_none());
+        assert!(f.observe(read(0, "a"), at(0)).is_none(), "a leading manager at first says nothing");
+        assert_eq!(f.deadline(at(0)), Some(at(30) + SignedDuration::from_micros(1)));
+        assert!(f.observe(read(2, "a"), at(2)).is_none(), "a renewal says nothing");
+        assert!(f.observe(read(4, "b"), at(4)).is_none(), "nor a takeover between live managers");
+        let down = f.observe(None, at(35)).expect("stale at the deadline");
+        assert_eq!(status(&down), "stale");
+        assert!(f.observe(None, at(60)).is_none(), "still stale: said once");
+        assert!(f.deadline(at(60)).is_none());
+        let back = f.observe(read(61, "c"), at(61)).expect("a manager leads again");
+        assert_eq!(
+            sentence(&back),
+            "Lease kueue-system/c1f6bfd2.kueue.x-k8s.io renewed 0s ago, within 30s: a manager leads"
+        );
+        let gone = f.observe(Some(Fetched::Missing), at(62)).expect("deleted");
+        assert_eq!(status(&gone), "no lease");
+    }
+
+    #[test]
+    fn a_follower_is_quiet_at_first_unless_no_manager_leads() {
+        for quiet in [Fetched::Missing, Fetched::Forbidden(Denied { rule: "get leases".into() })] {
+            let mut f = Follower::new(LeaseRef::kueue_default());
+            assert!(f.observe(Some(quiet), now()).is_none());
+            assert!(f.observe(None, now()).is_none());
+        }
+        let mut f = Follower::new(LeaseRef::kueue_default());
+        let stale = f.observe(Some(renewed(95)), now()).expect("down from the start");
+        assert!(is_down(&stale));
+        let released = Fetched::Found(LeaseFacts { holder: Some(String::new()), ..Default::default() });
+        assert_eq!(f.observe(Some(released), now()).map(|a| status(&a)), Some("no holder"));
     }
 }

@@ -5,8 +5,8 @@ use std::io::{self, Write};
 
 use crate::core::duration::{go_seconds, human_up};
 use crate::core::heartbeat::{Change, ChangeKind, Gaps};
-use crate::core::lease::LeaseState;
-use crate::report::watch::ChangeDoc;
+use crate::core::lease::{LeaseAssessment, LeaseState};
+use crate::report::watch::{ChangeDoc, KueueChangeDoc};
 use crate::text::sanitize::escape;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
@@ -32,6 +32,14 @@ impl Columns {
 
     pub fn row(&mut self, out: &mut dyn Write, change: &Change, gaps: Option<&Gaps>) -> io::Result<()> {
         self.write_cells(out, &cells(change, gaps))
+    }
+
+    /// A line that is no row: its time in the TIME column, then `text` from EVENT on (Kueue's
+    /// manager's lines). Before any header, the time column is as wide as the header makes it.
+    pub fn line(&self, out: &mut dyn Write, at: Timestamp, text: &str) -> io::Result<()> {
+        let t = time(at);
+        let w = self.widths.as_ref().and_then(|w| w.first().copied()).unwrap_or(t.len() + 3);
+        writeln!(out, "{t:<w$}{text}")
     }
 
     fn write_cells(&self, out: &mut dyn Write, cells: &[String]) -> io::Result<()> {
@@ -134,9 +142,21 @@ pub fn status_line(
     format!("{} {}: holder {}{renewed} [{connection}]", time(now), status(state), escape(holder.unwrap_or("<none>")))
 }
 
-/// One change as one JSON line, its detail as the table row words it.
-pub fn change_doc(change: &Change) -> ChangeDoc {
-    crate::report::watch::change_doc(change, detail(change))
+/// One change as one JSON line, its detail as the table row words it; Kueue's manager's
+/// Lease at the same moment, when it was read.
+pub fn change_doc(change: &Change, kueue: Option<&LeaseAssessment>) -> ChangeDoc {
+    crate::report::watch::change_doc(change, detail(change), kueue)
+}
+
+/// What Kueue's manager's Lease says, as the watch says it: `Kueue's manager: Lease ... was
+/// last renewed 31s ago, beyond 30s: no manager leads, so Kueue admits nothing`.
+pub fn kueue_line(a: &LeaseAssessment) -> String {
+    escape(&format!("Kueue's manager: {}", crate::core::kueue_lease::sentence(a)))
+}
+
+/// Kueue's manager's change as one document.
+pub fn kueue_change_doc(a: &LeaseAssessment, at: Timestamp) -> KueueChangeDoc {
+    crate::report::watch::kueue_change_doc(a, at, kueue_line(a))
 }
 
 #[cfg(test)]
