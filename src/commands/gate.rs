@@ -34,8 +34,7 @@ pub struct Collected {
     pub server_date: Option<(k8s_openapi::jiff::Timestamp, k8s_openapi::jiff::Timestamp)>,
     /// Why Kueue's objects were read at another version than discovery chose.
     pub kueue_warning: Option<String>,
-    /// Kueue's own manager's Lease (context, never a check); `None` where it is not read (the
-    /// live modes do not follow it).
+    /// Kueue's own manager's Lease (context, never a check); `None` where it is not read.
     pub kueue_lease: Option<Fetched<crate::core::lease::LeaseFacts>>,
 }
 
@@ -117,8 +116,9 @@ pub fn judge(
 
 /// The gate's warnings at `now`, from what was read beside the facts (why Kueue was read at
 /// another version, the server's `Date` and this machine's clock then), the Lease as read, and
-/// the rule a forbidden Workload list lacks. `gate --watch` asks this at every event, with no version warning or date of its own
-/// (it says them once, before and beside the watches), so as not to list the Workloads each time.
+/// the rule a forbidden Workload list lacks. `gate --watch` asks this at every event, with no
+/// version warning or date of its own (it says them once, before and beside the watches), so
+/// as not to list the Workloads each time.
 pub fn warnings(
     (kueue_warning, server_date): (Option<&str>, Option<(k8s_openapi::jiff::Timestamp, k8s_openapi::jiff::Timestamp)>),
     lease: Option<&crate::core::lease::LeaseFacts>,
