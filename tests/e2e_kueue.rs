@@ -587,6 +587,108 @@ fn kueues_own_heartbeat_v0_19_2_leader_election() {
     assert_eq!(kinds(&seen), Vec::<String>::new(), "{seen:#?}");
 }
 
+/// `gate --watch` follows Kueue's manager's Lease live, through Kueue v0.19.2's real manager
+/// with leader election on, side by side with `kubectl get lease -w` on the same Lease: no line
+/// while the manager leads; SIGKILLed, its Lease goes quiet (kubectl's watch shows nothing
+/// more) and the watch says it is stale once its time has passed, from its own timer; started
+/// again, the manager takes the Lease back and the watch says a manager leads; killed and its
+/// Lease deleted (kubectl shows the DELETED event), the watch says there is no Lease. The chain
+/// is never printed again (Kueue's heartbeat is context), and `-o json` prints a document at
+/// each change with `kueueLease` as Kubernetes holds the Lease.
+#[test]
+fn gate_watch_follows_kueues_own_heartbeat_v0_19_2() {
+    let k = Kueue::start_and("v0.19.2", &["--kueue-leader-elect"]);
+    let c = &k.cluster;
+    let (kns, kname) = KUEUE_LEASE.split_once('/').unwrap();
+    let held = |what: &str| {
+        eventually(what, Duration::from_secs(120), || {
+            let out = c.kubectl(&["get", "lease", "-n", kns, kname, "-o", "json"], None);
+            if !out.status.success() {
+                return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+            }
+            let lease: Value = serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())?;
+            if lease["spec"]["holderIdentity"].as_str().is_some_and(|h| !h.is_empty()) {
+                Ok(lease)
+            } else {
+                Err(lease.to_string())
+            }
+        })
+    };
+    held("Kueue's manager takes its Lease");
+    team_a_behind_dispatch(&k, "");
+    let mut kubectl = support::watch::Watch::spawn(
+        c.command("kubectl", &["get", "lease", "-n", kns, kname, "-w", "--output-watch-events", "-o", "json"]),
+    );
+    let mut table = support::watch::Watch::start(c, &["gate", "-n", NS, "--watch"]);
+    let mut json = support::watch::Watch::start(c, &["gate", "-n", NS, "--watch", "-o", "json"]);
+    let doc = |l: &str| serde_json::from_str::<Value>(l).unwrap_or(Value::Null);
+    let status = move |l: &str, want: &str| doc(l)["kueueLease"]["status"] == want;
+    table.wait_for("the first verdict", Duration::from_secs(30), |l| l == "ReadmissionGate: yes (the adapter writes)");
+    table.wait_for("the waiting count", Duration::from_secs(30), |l| {
+        l.ends_with(" workloads wait at dispatch's Pending check")
+    });
+    json.wait_for("the first document, Kueue's Lease fresh", Duration::from_secs(30), |l| status(l, "fresh"));
+    kubectl.wait_for("kubectl's first event", Duration::from_secs(30), |l| l.contains("\"ADDED\""));
+
+    // SIGKILLed: nothing releases the Lease, nothing writes it again.
+    c.kill_kueue_manager();
+    let line =
+        table.wait_for("Kueue's Lease going stale", Duration::from_secs(90), |l| l.contains(" Kueue's manager: "));
+    let stamp = "HH:MM:SSZ ".len();
+    assert!(
+        line[stamp..].starts_with(&format!("Kueue's manager: Lease {KUEUE_LEASE} was last renewed "))
+            && line.ends_with(" ago, beyond 30s: no manager leads, so Kueue admits nothing"),
+        "{line}"
+    );
+    let stale =
+        doc(&json.wait_for("a document with Kueue's Lease stale", Duration::from_secs(30), |l| status(l, "stale")));
+    assert_eq!(stale["verdict"], "yes", "context, not a check: {stale}");
+    assert_eq!(stale["kueueLease"]["down"], true, "{stale}");
+    // The plugin shows the Lease as kubectl's watch saw its last write, and as Kubernetes
+    // holds it now: no write since, so its stale state came from its own timer.
+    let renewed = stale["kueueLease"]["renewTime"].as_str().unwrap().to_string();
+    kubectl.wait_for("kubectl's event with that renewTime", Duration::from_secs(30), |l| l.contains(&renewed));
+    let now = k.get(&["lease", "-n", kns, kname]);
+    assert_eq!(now["spec"]["renewTime"], renewed.as_str(), "{now}");
+    assert_eq!(stale["kueueLease"]["holder"], now["spec"]["holderIdentity"], "{now}");
+
+    // Started again: the manager takes its Lease back.
+    c.start_kueue_manager();
+    let line =
+        table.wait_for("a manager leading again", Duration::from_secs(120), |l| l.contains(" Kueue's manager: "));
+    assert!(
+        line[stamp..].starts_with(&format!("Kueue's manager: Lease {KUEUE_LEASE} renewed "))
+            && line.ends_with(", within 30s: a manager leads"),
+        "{line}"
+    );
+    json.wait_for("a document with Kueue's Lease fresh again", Duration::from_secs(30), |l| status(l, "fresh"));
+
+    // Killed again and its Lease deleted: a manager without leader election holds none.
+    c.kill_kueue_manager();
+    c.kubectl_ok(&["delete", "lease", "-n", kns, kname], None);
+    kubectl.wait_for("kubectl's DELETED event", Duration::from_secs(30), |l| l.contains("\"DELETED\""));
+    let line = table.wait_for("no Lease", Duration::from_secs(30), |l| l.contains(" Kueue's manager: "));
+    assert_eq!(
+        &line[stamp..],
+        format!(
+            "Kueue's manager: no Lease {KUEUE_LEASE}: a manager without leader election holds none (--kueue-lease names another), so its heartbeat cannot be shown"
+        )
+    );
+    json.wait_for("a document without Kueue's Lease", Duration::from_secs(30), |l| status(l, "no lease"));
+
+    let (code, seen, stderr) = table.stop();
+    assert_eq!(code, 0, "{stderr:?}");
+    let blocks = seen.iter().filter(|l| l.ends_with(" ReadmissionGate re-evaluated")).count();
+    assert_eq!(blocks, 1, "the chain printed once, at the start:\n{}", seen.join("\n"));
+    let kueue_lines = seen.iter().filter(|l| l.contains(" Kueue's manager: ")).count();
+    assert_eq!(kueue_lines, 3, "one line per change of state:\n{}", seen.join("\n"));
+    let (code, docs, _) = json.stop();
+    assert_eq!(code, 0);
+    let states: Vec<String> =
+        docs.iter().map(|l| doc(l)["kueueLease"]["status"].as_str().unwrap_or("").to_string()).collect();
+    assert_eq!(states, ["fresh", "stale", "fresh", "no lease"], "a document per change of state: {docs:#?}");
+}
+
 /// A cluster as Kueue v0.20 installs it: Kueue's CRDs serve v1beta2 alone and only the v1beta2
 /// visibility APIService is registered (the harness's --kueue-v1beta2-only, on v0.19.2's
 /// manager). The gate, its live modes (`--wait`, `--watch`), lease and `lease --watch`, workload

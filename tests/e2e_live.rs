@@ -181,7 +181,7 @@ fn timeout_while_the_api_server_is_down_is_1_and_a_revoked_token_is_fetched_anew
         Watch::start(c, &s.args("lease", &["--watch", "--until", "holder-change", "--timeout", "50s", "-o", "json"]));
     let mut gate = Watch::start(c, &s.args("gate", &["--watch", "--timeout", "50s"]));
     // And one without --timeout: a restart is no refusal (the CRDs are served again a moment
-    // after the API server answers), so it follows its five streams through it.
+    // after the API server answers), so it follows its six streams through it.
     let mut survivor = Watch::start(c, &s.args("gate", &["--watch"]));
     survivor.wait_for("the first verdict", 30 * S, |l| l.starts_with("ReadmissionGate: yes"));
     lease.wait_for("the first row", 30 * S, is_event("observed"));

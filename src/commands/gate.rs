@@ -34,8 +34,7 @@ pub struct Collected {
     pub server_date: Option<(k8s_openapi::jiff::Timestamp, k8s_openapi::jiff::Timestamp)>,
     /// Why Kueue's objects were read at another version than discovery chose.
     pub kueue_warning: Option<String>,
-    /// Kueue's own manager's Lease (context, never a check); `None` where it is not read (the
-    /// live modes do not follow it).
+    /// Kueue's own manager's Lease (context, never a check); `None` where it is not read.
     pub kueue_lease: Option<Fetched<crate::core::lease::LeaseFacts>>,
 }
 
@@ -104,15 +103,35 @@ pub fn judge(
     now: k8s_openapi::jiff::Timestamp,
 ) -> GateRun {
     let report = gate::evaluate(opts.settings, &collected.facts, now);
-    let mut warnings: Vec<String> = collected.kueue_warning.into_iter().collect();
-    warnings.extend(collected.server_date.and_then(|(server, local)| skew::server_clock(Some(server), local)));
-    warnings.extend(skew::lease_in_future(report.lease.facts.as_ref(), now));
-    if let Fetched::Forbidden(d) = &collected.waiting {
-        warnings.push(format!("cannot show waiting Workloads: missing RBAC: {}", d.rule));
-    }
+    let forbidden = match &collected.waiting {
+        Fetched::Forbidden(d) => Some(d.rule.as_str()),
+        _ => None,
+    };
+    let read_with = (collected.kueue_warning.as_deref(), collected.server_date);
+    let warnings = warnings(read_with, report.lease.facts.as_ref(), forbidden, now);
     let namespace = (!opts.all_namespaces).then(|| namespace.to_string());
     let kueue_lease = collected.kueue_lease.map(|f| kueue_lease::assess(&opts.settings.kueue_lease, &f, now));
     GateRun { report, waiting: collected.waiting, namespace, warnings, now, kueue_lease }
+}
+
+/// The gate's warnings at `now`, from what was read beside the facts (why Kueue was read at
+/// another version, the server's `Date` and this machine's clock then), the Lease as read, and
+/// the rule a forbidden Workload list lacks. `gate --watch` asks this at every event, with no
+/// version warning or date of its own (it says them once, before and beside the watches), so
+/// as not to list the Workloads each time.
+pub fn warnings(
+    (kueue_warning, server_date): (Option<&str>, Option<(k8s_openapi::jiff::Timestamp, k8s_openapi::jiff::Timestamp)>),
+    lease: Option<&crate::core::lease::LeaseFacts>,
+    waiting_forbidden: Option<&str>,
+    now: k8s_openapi::jiff::Timestamp,
+) -> Vec<String> {
+    let mut warnings: Vec<String> = kueue_warning.map(str::to_string).into_iter().collect();
+    warnings.extend(server_date.and_then(|(server, local)| skew::server_clock(Some(server), local)));
+    warnings.extend(skew::lease_in_future(lease, now));
+    if let Some(rule) = waiting_forbidden {
+        warnings.push(format!("cannot show waiting Workloads: missing RBAC: {rule}"));
+    }
+    warnings
 }
 
 pub async fn run(conn: &Connection, opts: &GateOptions<'_>, deps: &mut Deps<'_>) -> Result<Exit, Error> {

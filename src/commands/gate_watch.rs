@@ -1,15 +1,16 @@
-//! `gate --watch` and `gate --wait`: the gate re-evaluated whenever a ClusterQueue, an
-//! AdmissionCheck, the Lease or a Workload changes, and when the Lease's stale timer fires.
-//! `--watch` prints the chain again each time a verdict or deciding reason changes, and the
-//! number of waiting Workloads each time it changes; `--wait` prints once, when the gate is yes
-//! or the timeout comes.
+//! `gate --watch` and `gate --wait`: the gate followed live, through the merged watches of
+//! [`crate::cluster::watching::kueue`] (the ClusterQueues, AdmissionChecks, Workloads and
+//! LocalQueues, dispatch's Lease and Kueue's manager's), kept current event by event in
+//! [`LiveGate`], and judged again when the Lease's stale timer fires. `--watch` prints the
+//! chain again each time a verdict or deciding reason changes, the number of waiting Workloads
+//! each time it changes, and a line when Kueue's manager's Lease changes state; `--wait`
+//! prints once, when the gate is yes or the timeout comes.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
-use futures::StreamExt;
 use futures::stream::{self, BoxStream};
-use kube::api::Api;
+use k8s_openapi::jiff::Timestamp;
 use tokio::time::Instant;
 
 use super::Deps;
@@ -17,130 +18,18 @@ use super::gate::{Collected, GateOptions};
 use super::live::{Live, Woke};
 use crate::cluster::connecting::connect::Connection;
 use crate::cluster::reading::fetch::{self, Kueue};
-use crate::cluster::reading::wire;
-use crate::cluster::watching::reflector::{self as cwatch, Followed, LeaseUpdate, Seen, Signal, WhenForbidden};
-use crate::core::fetched::{Denied, Fetched};
-use crate::core::gate::{self, Chain, CheckKind, GateFacts, GateReport};
-use crate::core::kueue::{AdmissionCheck, ClusterQueue, LocalQueue};
-use crate::core::lease::LeaseState;
+use crate::cluster::watching::kueue::{self as streams, STREAMS, Update, What};
+use crate::cluster::watching::reflector as cwatch;
+use crate::core::kueue_lease;
 use crate::core::link::{Link, LinkEvent};
+use crate::core::live_gate::{LiveGate, Signature};
 use crate::core::verdict::Verdict;
-use crate::core::waiting::{self, Waiting, WaitingScope};
 use crate::error::Error;
 use crate::exit::Exit;
 use crate::invocation::Format;
 use crate::invocation::GateLive;
 use crate::report::GateRun;
-
-/// One object list kept current by a watch.
-struct Store<T> {
-    items: BTreeMap<String, T>,
-    building: Option<BTreeMap<String, T>>,
-    ready: bool,
-    forbidden: Option<String>,
-}
-
-impl<T> Store<T> {
-    fn new() -> Self {
-        Store { items: BTreeMap::new(), building: None, ready: false, forbidden: None }
-    }
-
-    fn apply(&mut self, change: StoreChange<T>) {
-        match change {
-            StoreChange::Init => self.building = Some(BTreeMap::new()),
-            StoreChange::Page(items) => self.building.get_or_insert_with(BTreeMap::new).extend(items),
-            StoreChange::InitDone => {
-                self.items = self.building.take().unwrap_or_default();
-                self.ready = true;
-                self.forbidden = None;
-            }
-            StoreChange::Apply(k, v) => {
-                self.items.insert(k, v);
-            }
-            StoreChange::Delete(k) => {
-                self.items.remove(&k);
-            }
-            StoreChange::Forbidden(rule) => {
-                self.forbidden = Some(rule);
-                self.ready = true;
-            }
-        }
-    }
-
-    fn fetched(&self) -> Fetched<Vec<T>>
-    where
-        T: Clone,
-    {
-        match &self.forbidden {
-            Some(rule) => Fetched::Forbidden(Denied { rule: rule.clone() }),
-            None => Fetched::Found(self.items.values().cloned().collect()),
-        }
-    }
-}
-
-enum StoreChange<T> {
-    Init,
-    /// One page of a list, each object reduced as it arrives.
-    Page(Vec<(String, T)>),
-    InitDone,
-    Apply(String, T),
-    Delete(String),
-    Forbidden(String),
-}
-
-/// Everything the merged watches can say, and which stream said it.
-struct Update {
-    stream: usize,
-    what: What,
-}
-
-enum What {
-    Queue(StoreChange<ClusterQueue>),
-    Check(StoreChange<AdmissionCheck>),
-    Workload(StoreChange<Vec<Waiting>>),
-    LocalQueue(StoreChange<LocalQueue>),
-    Lease(LeaseUpdate),
-    Link(LinkEvent),
-}
-
-/// The streams, by index in [`Link`].
-const STREAMS: usize = 5;
-
-/// Watches one Kueue resource and converts each object with `convert`.
-fn kueue_watch<K, T>(
-    api: Api<K>,
-    stream: usize,
-    (forbidden, who): (WhenForbidden<K>, Followed),
-    convert: impl Fn(&K) -> (String, T) + Send + 'static,
-    wrap: fn(StoreChange<T>) -> What,
-) -> BoxStream<'static, Update>
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
-    T: Send + 'static,
-{
-    let rule = who.rule.clone();
-    cwatch::follow(api, None, forbidden, who)
-        .map(move |signal| {
-            let what = match signal {
-                Signal::Seen(Seen::List) => wrap(StoreChange::Init),
-                Signal::Seen(Seen::Page(items)) => wrap(StoreChange::Page(items.iter().map(&convert).collect())),
-                Signal::Seen(Seen::ListDone) => wrap(StoreChange::InitDone),
-                Signal::Seen(Seen::Applied(o)) => {
-                    let (k, v) = convert(&o);
-                    wrap(StoreChange::Apply(k, v))
-                }
-                Signal::Seen(Seen::Deleted(o)) => wrap(StoreChange::Delete(convert(&o).0)),
-                Signal::Forbidden | Signal::Polling(_) => wrap(StoreChange::Forbidden(rule.clone())),
-                Signal::Link(e) => What::Link(e),
-            };
-            Update { stream, what }
-        })
-        .boxed()
-}
-
-fn key<P: Clone, U: Clone>(o: &kube::core::object::Object<P, U>) -> String {
-    format!("{}/{}", o.metadata.namespace.clone().unwrap_or_default(), o.metadata.name.clone().unwrap_or_default())
-}
+use crate::text::sanitize::escape;
 
 pub async fn run(
     conn: &Connection,
@@ -163,100 +52,33 @@ pub async fn run(
     })
     .await?;
     if let Some(w) = &served.warning {
-        let _ = writeln!(deps.err, "Warning: {w}");
+        let _ = writeln!(deps.err, "Warning: {}", crate::text::sanitize::escape(w));
     }
-    let streams = watches(conn, &served.kueue, opts, namespace.as_deref());
+    let streams = streams::streams(conn, &served.kueue, opts.settings, opts.all_states, namespace.as_deref());
     super::live::ended(follow(streams, opts, live, namespace, super::shutdown(), deps).await)
 }
 
-fn watches(
-    conn: &Connection,
-    kueue: &Kueue,
-    opts: &GateOptions<'_>,
-    namespace: Option<&str>,
-) -> Vec<BoxStream<'static, Update>> {
-    let ar = |kind: &str, plural: &str| kueue.resource(kind, plural);
-    let client = conn.client.clone();
-    let cqs: Api<wire::WireClusterQueue> = Api::all_with(client.clone(), &ar("ClusterQueue", "clusterqueues"));
-    let acs: Api<wire::WireAdmissionCheck> = Api::all_with(client.clone(), &ar("AdmissionCheck", "admissionchecks"));
-    let scoped = |kind: &str, plural: &str| match namespace {
-        Some(ns) => (Some(ns.to_string()), ar(kind, plural)),
-        None => (None, ar(kind, plural)),
+/// The run a full evaluation at `now` gives: the one-shot gate's [`judge`](super::gate::judge)
+/// of the facts as they stand. Built only to be printed.
+fn run_at(state: &LiveGate, opts: &GateOptions<'_>, namespace: Option<&str>, now: Timestamp) -> GateRun {
+    // Kueue's version warning was printed once, before the watches started; the server's clock
+    // is said by the link.
+    let collected = Collected {
+        facts: state.facts(),
+        waiting: state.waiting(),
+        server_date: None,
+        kueue_warning: None,
+        kueue_lease: state.kueue_lease().cloned(),
     };
-    let (wl_ns, wl_ar) = scoped("Workload", "workloads");
-    let wls: Api<wire::WireWorkload> = match &wl_ns {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, &wl_ar),
-        None => Api::all_with(client.clone(), &wl_ar),
-    };
-    let (lq_ns, lq_ar) = scoped("LocalQueue", "localqueues");
-    let lqs: Api<wire::WireLocalQueue> = match &lq_ns {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, &lq_ar),
-        None => Api::all_with(client.clone(), &lq_ar),
-    };
-    let scope = match namespace {
-        Some(ns) => format!("in namespace {ns}"),
-        None => "in all namespaces".into(),
-    };
-    // A first forbidden ClusterQueue or AdmissionCheck list ends the watch (the one-shot gate
-    // answers unknown); Workloads and LocalQueues forbidden are only noted, as there.
-    let who = |rule: String| Followed { server: conn.server.clone(), rule, server_clock: conn.server_clock.clone() };
-    // Workloads are reduced to the entries at any check that might be dispatch's; which checks
-    // are dispatch's is decided at evaluation, from the AdmissionCheck store.
-    let all_states = opts.all_states;
-    vec![
-        kueue_watch(
-            cqs,
-            0,
-            (WhenForbidden::End, who("list and watch clusterqueues.kueue.x-k8s.io (cluster-wide)".into())),
-            |o| (key(o), wire::cluster_queue(o)),
-            What::Queue,
-        ),
-        kueue_watch(
-            acs,
-            1,
-            (WhenForbidden::End, who("list and watch admissionchecks.kueue.x-k8s.io (cluster-wide)".into())),
-            |o| (key(o), wire::admission_check(o)),
-            What::Check,
-        ),
-        kueue_watch(
-            wls,
-            2,
-            (WhenForbidden::Retry, who(format!("list and watch workloads.kueue.x-k8s.io {scope}"))),
-            move |o| {
-                let w = wire::workload(o);
-                let scope = WaitingScope {
-                    checks: w.checks.iter().map(|c| c.name.clone()).collect(),
-                    cluster_queues: BTreeSet::new(),
-                    all_states,
-                };
-                (key(o), waiting::select(&w, &scope))
-            },
-            What::Workload,
-        ),
-        kueue_watch(
-            lqs,
-            3,
-            (WhenForbidden::Retry, who(format!("list and watch localqueues.kueue.x-k8s.io {scope}"))),
-            |o| (key(o), wire::local_queue(o)),
-            What::LocalQueue,
-        ),
-        cwatch::lease(conn, &opts.settings.lease)
-            .map(|u| Update {
-                stream: 4,
-                what: match u {
-                    LeaseUpdate::Link(e) => What::Link(e),
-                    other => What::Lease(other),
-                },
-            })
-            .boxed(),
-    ]
+    super::gate::judge(collected, opts, namespace.unwrap_or_default(), now)
 }
 
 /// Follows the watches' updates until `shutdown` resolves, the timeout, or (with `--wait`) a
 /// yes. This machine's clock is compared with the server's `Date` at every answer by the link
 /// ([`Link`]), which says it once; so the judge is given no date of its own to warn from.
-/// Each evaluation is judged by the one-shot gate's [`judge`](super::gate::judge), so its
-/// warnings are the one-shot's; each is printed when it first appears.
+/// Each event is judged as the one-shot gate judges ([`super::gate::warnings`] at every event,
+/// each warning printed when it first appears; [`judge`](super::gate::judge) for what is
+/// printed), but only what the event touched is computed again ([`LiveGate`]).
 async fn follow(
     streams: Vec<BoxStream<'static, Update>>,
     opts: &GateOptions<'_>,
@@ -267,32 +89,31 @@ async fn follow(
 ) -> Result<Exit, Error> {
     let mut updates = Live::new(stream::select_all(streams), shutdown, live.timeout, false);
     let mut warned: BTreeSet<String> = BTreeSet::new();
-    let mut queues = Store::new();
-    let mut checks = Store::new();
-    let mut workloads: Store<Vec<Waiting>> = Store::new();
-    let mut local_queues: Store<LocalQueue> = Store::new();
-    let mut lease: Option<LeaseUpdate> = None;
+    let mut state = LiveGate::new(opts.settings, opts.all_states);
     let mut link = Link::new(STREAMS);
-    let mut polling = false;
+    let mut polled: BTreeSet<String> = BTreeSet::new();
     let mut docs = 0;
     let mut shown: Option<Signature> = None;
+    let mut shown_kueue: Option<&'static str> = None;
     let mut shown_waiting: Option<usize> = None;
-    let mut last: Option<GateRun> = None;
+    // When the last evaluation was, and its verdict.
+    let mut last: Option<(Timestamp, Verdict)> = None;
+    let structured = matches!(opts.output.format, Format::Json | Format::Yaml);
 
     loop {
-        let stale_at = last.as_ref().and_then(|run| match &run.report.lease.state {
-            LeaseState::Fresh { stale_in, .. } => {
-                let d = Duration::try_from(*stale_in).unwrap_or_default().saturating_add(Duration::from_micros(1));
-                let elapsed = Duration::try_from(deps.clock.now().duration_since(run.now)).unwrap_or_default();
-                Instant::now().checked_add(d.saturating_sub(elapsed))
-            }
-            _ => None,
+        // Either Lease turning stale wakes the loop, a microsecond after its last fresh instant.
+        let stale_at = last.and_then(|_| {
+            let now = deps.clock.now();
+            let at = state.next_change(now)?;
+            let d =
+                Duration::try_from(at.duration_since(now)).unwrap_or_default().saturating_add(Duration::from_micros(1));
+            Instant::now().checked_add(d)
         });
         match updates.next(stale_at).await {
             // Ctrl-C ends a watch successfully; a wait it ends like a timeout, with the last verdict.
             Woke::Shutdown => {
-                return Ok(match (&last, live.wait) {
-                    (Some(run), true) => Exit::from(run.report.verdict),
+                return Ok(match (last, live.wait) {
+                    (Some((_, verdict)), true) => Exit::from(verdict),
                     (None, true) => Exit::Unknown,
                     (_, false) => Exit::Yes,
                 });
@@ -301,11 +122,12 @@ async fn follow(
                 if let (Some(cause), Some(timeout)) = (link.down_at_timeout(), live.timeout) {
                     return Err(Error::DownAtTimeout { timeout, cause });
                 }
-                let exit = last.as_ref().map(|r| Exit::from(r.report.verdict)).unwrap_or(Exit::Unknown);
+                let exit = last.map(|(_, v)| Exit::from(v)).unwrap_or(Exit::Unknown);
                 if live.wait
-                    && let Some(run) = &last
+                    && let Some((at, _)) = last
                 {
-                    crate::render::gate::render_to(run, opts.output, deps.style, deps.out, deps.err)?;
+                    let run = run_at(&state, opts, namespace.as_deref(), at);
+                    crate::render::gate::render_to(&run, opts.output, deps.style, deps.out, deps.err)?;
                 }
                 return Ok(if live.wait { exit } else { Exit::Yes });
             }
@@ -319,60 +141,57 @@ async fn follow(
                     }
                     continue;
                 }
-                What::Lease(LeaseUpdate::Polling { every, rule }) => {
-                    if !std::mem::replace(&mut polling, true) {
-                        let line = super::lease_watch::polling_line(&opts.settings.lease, every, &rule);
-                        let _ = writeln!(deps.err, "{line}");
+                What::Polling { lease, every, rule } => {
+                    if polled.insert(lease.to_string()) {
+                        let _ = writeln!(deps.err, "{}", super::lease_watch::polling_line(&lease, every, &rule));
                     }
                     continue;
                 }
-                What::Queue(c) => queues.apply(c),
-                What::Check(c) => checks.apply(c),
-                What::Workload(c) => workloads.apply(c),
-                What::LocalQueue(c) => local_queues.apply(c),
-                What::Lease(l) => lease = Some(l),
+                What::Fact(fact) => state.apply(fact),
             },
         }
-        if !(queues.ready && checks.ready && workloads.ready && local_queues.ready && lease.is_some()) {
+        if !state.ready() {
             continue;
         }
         let now = deps.clock.now();
-        let facts = GateFacts {
-            cluster_queues: queues.fetched(),
-            admission_checks: checks.fetched(),
-            lease: match &lease {
-                Some(LeaseUpdate::Lease(Some(f))) => Fetched::Found(f.clone()),
-                Some(LeaseUpdate::Forbidden(rule)) => Fetched::Forbidden(Denied { rule: rule.clone() }),
-                _ => Fetched::Missing,
-            },
-            holder: None,
-        };
-        let lqs = local_queues.fetched().found().cloned().unwrap_or_default();
-        let waiting = waiting_rows(&workloads, &facts, opts, &lqs);
-        // Kueue's version warning was printed once, before the watches started; Kueue's own
-        // Lease is not followed live.
-        let collected = Collected { facts, waiting, server_date: None, kueue_warning: None, kueue_lease: None };
-        let run = super::gate::judge(collected, opts, namespace.as_deref().unwrap_or_default(), now);
-        for w in run.warnings.iter().filter(|w| !warned.contains(*w)) {
-            let _ = writeln!(deps.err, "Warning: {w}");
+        let lease = state.lease().and_then(|f| f.found());
+        let warnings = super::gate::warnings((None, None), lease, state.waiting_forbidden(), now);
+        for w in warnings.iter().filter(|w| !warned.contains(*w)) {
+            let _ = writeln!(deps.err, "Warning: {}", crate::text::sanitize::escape(w));
         }
-        warned = run.warnings.iter().cloned().collect();
+        warned = warnings.into_iter().collect();
+        let verdict = state.verdict(now);
+        last = Some((now, verdict));
         if live.wait {
-            if run.report.verdict == Verdict::Yes {
+            if verdict == Verdict::Yes {
+                let run = run_at(&state, opts, namespace.as_deref(), now);
                 crate::render::gate::render_to(&run, opts.output, deps.style, deps.out, deps.err)?;
                 return Ok(Exit::Yes);
             }
-            last = Some(run);
             continue;
         }
-        let signature = signature(&run.report);
-        let stalled = run.waiting.found().map(|w| w.iter().filter(|w| w.is_stalled()).count()).unwrap_or(0);
-        if shown.as_ref() != Some(&signature) {
-            print_chains(&run, opts, docs, deps)?;
+        let signature = state.signature(now);
+        let kueue = state.kueue_lease().map(|f| kueue_lease::assess(&opts.settings.kueue_lease, f, now));
+        let kueue_status = kueue.as_ref().map(kueue_lease::status);
+        let chains_changed = shown.as_ref() != Some(&signature);
+        let kueue_changed = shown_kueue != kueue_status;
+        if chains_changed || (structured && kueue_changed) {
+            print_chains(&run_at(&state, opts, namespace.as_deref(), now), opts, docs, deps)?;
             docs += 1;
             shown = Some(signature);
         }
-        if shown_waiting != Some(stalled) && opts.output.format != Format::Json && opts.output.format != Format::Yaml {
+        // Kueue's manager, as context: a line when its Lease changes state (none at the start
+        // while a manager leads, as the one-shot gate adds none).
+        let notes: &mut dyn std::io::Write = if opts.output.no_headers { deps.err } else { deps.out };
+        if let Some(a) = kueue.as_ref().filter(|_| kueue_changed && !structured)
+            && (shown_kueue.is_some() || kueue_lease::note(a).is_some())
+        {
+            writeln!(notes, "{} Kueue's manager: {}", stamp(now), escape(&kueue_lease::sentence(a)))?;
+            deps.out.flush()?;
+        }
+        shown_kueue = kueue_status;
+        let stalled = state.stalled();
+        if shown_waiting != Some(stalled) && !structured {
             let noun = if stalled == 1 { "workload waits" } else { "workloads wait" };
             // With --no-headers stdout has table rows only.
             let to: &mut dyn std::io::Write = if opts.output.no_headers { deps.err } else { deps.out };
@@ -380,44 +199,10 @@ async fn follow(
             deps.out.flush()?;
             shown_waiting = Some(stalled);
         }
-        last = Some(run);
     }
 }
 
-/// The waiting Workloads as the one-shot gate reads them: those at dispatch's checks
-/// ([`gate::dispatch_checks`]), finished with their LocalQueues.
-fn waiting_rows(
-    workloads: &Store<Vec<Waiting>>,
-    facts: &GateFacts,
-    opts: &GateOptions<'_>,
-    local_queues: &[LocalQueue],
-) -> Fetched<Vec<Waiting>> {
-    let scope = WaitingScope {
-        checks: gate::dispatch_checks(opts.settings, &facts.admission_checks),
-        cluster_queues: opts.settings.cluster_queues.iter().cloned().collect(),
-        all_states: opts.all_states,
-    };
-    workloads.fetched().map(|all| {
-        let rows = all.into_iter().flatten().filter(|w| scope.checks.contains(&w.check)).collect();
-        waiting::finish(rows, local_queues, &scope)
-    })
-}
-
-/// Per chain: the ClusterQueue, its verdict, and the rule that decides it (the first failing
-/// check, else the first unknown one, with its outcome). A change of any is printed; a reason
-/// whose words change while the rule stays (a stale Lease's growing age) is not.
-type Signature = Vec<(Option<String>, Verdict, Option<(CheckKind, &'static str)>)>;
-
-fn signature(report: &GateReport) -> Signature {
-    report.chains.iter().map(|c| (c.cluster_queue.clone(), c.verdict, deciding(c))).collect()
-}
-
-fn deciding(chain: &Chain) -> Option<(CheckKind, &'static str)> {
-    let first = |label: &str| chain.checks.iter().find(|c| c.outcome.label() == label);
-    first("fail").or_else(|| first("unknown")).map(|c| (c.kind, c.outcome.label()))
-}
-
-fn stamp(now: k8s_openapi::jiff::Timestamp) -> String {
+fn stamp(now: Timestamp) -> String {
     now.strftime("%H:%M:%SZ").to_string()
 }
 
@@ -446,13 +231,16 @@ fn print_chains(run: &GateRun, opts: &GateOptions<'_>, docs: usize, deps: &mut D
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::jiff::{SignedDuration, Timestamp};
+    use futures::StreamExt;
+    use k8s_openapi::jiff::SignedDuration;
 
     use super::*;
-    use crate::core::gate::GateSettings;
-    use crate::core::kueue::{CheckRule, Condition};
+    use crate::core::fetched::{Denied, Fetched};
+    use crate::core::gate::{GateFacts, GateSettings};
+    use crate::core::kueue::{AdmissionCheck, CheckRule, ClusterQueue, Condition};
     use crate::core::lease::LeaseFacts;
-    use futures::stream;
+    use crate::core::live_gate::{Fact, ListChange};
+    use crate::core::waiting::Waiting;
 
     fn at(secs: i64) -> Timestamp {
         "2026-11-30T12:00:00Z".parse::<Timestamp>().unwrap() + SignedDuration::from_secs(secs)
@@ -482,18 +270,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_stale_lease_growing_older_keeps_its_signature_and_a_verdict_change_changes_it() {
-        let settings = GateSettings::default();
-        let stale_at_40 = gate::evaluate(&settings, &facts(0), at(40));
-        let stale_at_90 = gate::evaluate(&settings, &facts(0), at(90));
-        assert_ne!(stale_at_40.chains[0].reason, stale_at_90.chains[0].reason, "the reason's age grows");
-        assert_eq!(signature(&stale_at_40), signature(&stale_at_90), "but nothing is printed again");
-        let fresh = gate::evaluate(&settings, &facts(89), at(90));
-        assert_ne!(signature(&fresh), signature(&stale_at_90));
-        assert_eq!(signature(&stale_at_90)[0].2, Some((CheckKind::Heartbeat, "fail")));
-    }
-
     /// A wall clock that moves with tokio's (paused) time.
     struct TokioClock {
         start: tokio::time::Instant,
@@ -518,65 +294,33 @@ mod tests {
         }
     }
 
-    /// Every store listed at second 0 from `facts`, the Workloads' list as `workloads` says
-    /// (`None`: forbidden), then the Lease as renewed at each of `renewals`; the stream stays
-    /// open and silent after.
-    fn updates(
-        facts: GateFacts,
-        workloads: Option<Vec<Waiting>>,
-        renewals: &[(u64, i64)],
-    ) -> BoxStream<'static, Update> {
+    fn fact(stream: usize, fact: Fact) -> Update {
+        Update { stream, what: What::Fact(fact) }
+    }
+
+    /// Kueue's manager's Lease, held and renewed at second `renewed` for 15 s.
+    fn kueue_renewed(renewed: i64) -> Fact {
+        Fact::KueueLease(Fetched::Found(LeaseFacts {
+            holder: Some("kueue-controller-manager-0_1".into()),
+            renew_time: Some(at(renewed)),
+            acquire_time: Some(at(0)),
+            duration_seconds: Some(15),
+            transitions: Some(0),
+        }))
+    }
+
+    /// One list read whole at second 0.
+    fn listed<T>(
+        stream: usize,
+        wrap: fn(ListChange<T>) -> Fact,
+        page: Vec<((String, String), T)>,
+    ) -> [(u64, Update); 3] {
+        [ListChange::Init, ListChange::Page(page), ListChange::InitDone].map(|c| (0, fact(stream, wrap(c))))
+    }
+
+    /// `items` at their seconds, then silence; the stream stays open.
+    fn timed(items: Vec<(u64, Update)>) -> BoxStream<'static, Update> {
         let start = Instant::now();
-        // Each stream's first list answered: the connection is up, as the reflector says it.
-        let mut items: Vec<(u64, Update)> =
-            (0..STREAMS).map(|stream| (0, Update { stream, what: What::Link(LinkEvent::Up) })).collect();
-        let listed = |stream: usize, page: What, wrap: fn() -> (What, What)| {
-            let (init, done) = wrap();
-            vec![
-                (0, Update { stream, what: init }),
-                (0, Update { stream, what: page }),
-                (0, Update { stream, what: done }),
-            ]
-        };
-        let queues = facts.cluster_queues.found().cloned().unwrap_or_default();
-        let checks = facts.admission_checks.found().cloned().unwrap_or_default();
-        items.extend(listed(
-            0,
-            What::Queue(StoreChange::Page(queues.into_iter().map(|q| (format!("/{}", q.name), q)).collect())),
-            || (What::Queue(StoreChange::Init), What::Queue(StoreChange::InitDone)),
-        ));
-        items.extend(listed(
-            1,
-            What::Check(StoreChange::Page(checks.into_iter().map(|c| (format!("/{}", c.name), c)).collect())),
-            || (What::Check(StoreChange::Init), What::Check(StoreChange::InitDone)),
-        ));
-        match workloads {
-            Some(rows) => {
-                items.extend(listed(2, What::Workload(StoreChange::Page(vec![("ml/job".into(), rows)])), || {
-                    (What::Workload(StoreChange::Init), What::Workload(StoreChange::InitDone))
-                }))
-            }
-            None => items.push((
-                0,
-                Update {
-                    stream: 2,
-                    what: What::Workload(StoreChange::Forbidden(
-                        "list workloads.kueue.x-k8s.io in namespace ml".into(),
-                    )),
-                },
-            )),
-        }
-        items.extend(listed(3, What::LocalQueue(StoreChange::Page(Vec::new())), || {
-            (What::LocalQueue(StoreChange::Init), What::LocalQueue(StoreChange::InitDone))
-        }));
-        let lease = match &facts.lease {
-            Fetched::Found(l) => l.clone(),
-            _ => LeaseFacts::default(),
-        };
-        for (second, renewed) in renewals {
-            let l = LeaseFacts { renew_time: Some(at(*renewed)), ..lease.clone() };
-            items.push((*second, Update { stream: 4, what: What::Lease(LeaseUpdate::Lease(Some(l))) }));
-        }
         stream::iter(items)
             .then(move |(second, u)| async move {
                 tokio::time::sleep_until(start + Duration::from_secs(second)).await;
@@ -586,10 +330,65 @@ mod tests {
             .boxed()
     }
 
-    /// Follows `updates` as `gate --watch` (or `--wait`) until a shutdown at `stop_after`.
-    async fn follow_for(
+    /// Every store listed at second 0 from `facts`, the Workloads' list as `workloads` says
+    /// (`None`: forbidden), Kueue's manager's Lease as `kueue` says at second 0 and as each of
+    /// `kueue_later` says at its second, then dispatch's Lease as renewed at each of `renewals`.
+    fn updates_with(
+        facts: GateFacts,
+        workloads: Option<Vec<Waiting>>,
+        renewals: &[(u64, i64)],
+        kueue: Fact,
+        kueue_later: Vec<(u64, Fact)>,
+    ) -> BoxStream<'static, Update> {
+        // Each stream's first list answered: the connection is up, as the reflector says it.
+        let mut items: Vec<(u64, Update)> =
+            (0..STREAMS).map(|stream| (0, Update { stream, what: What::Link(LinkEvent::Up) })).collect();
+        let key = |name: &str| (String::new(), name.to_string());
+        let queues = facts.cluster_queues.found().cloned().unwrap_or_default();
+        let checks = facts.admission_checks.found().cloned().unwrap_or_default();
+        items.extend(listed(0, Fact::Queue, queues.into_iter().map(|q| (key(&q.name), q)).collect()));
+        items.extend(listed(1, Fact::Check, checks.into_iter().map(|c| (key(&c.name), c)).collect()));
+        match workloads {
+            Some(rows) => items.extend(listed(2, Fact::Workload, vec![(("ml".into(), "job".into()), rows)])),
+            None => items.push((
+                0,
+                fact(2, Fact::Workload(ListChange::Forbidden("list workloads.kueue.x-k8s.io in namespace ml".into()))),
+            )),
+        }
+        items.extend(listed(3, Fact::LocalQueue, Vec::new()));
+        items.push((0, fact(5, kueue)));
+        let lease = match &facts.lease {
+            Fetched::Found(l) => l.clone(),
+            _ => LeaseFacts::default(),
+        };
+        let mut later: Vec<(u64, Update)> = renewals
+            .iter()
+            .map(|(second, renewed)| {
+                let l = LeaseFacts { renew_time: Some(at(*renewed)), ..lease.clone() };
+                (*second, fact(4, Fact::Lease(Fetched::Found(l))))
+            })
+            .chain(kueue_later.into_iter().map(|(second, f)| (second, fact(5, f))))
+            .collect();
+        later.sort_by_key(|(second, _)| *second);
+        items.extend(later);
+        timed(items)
+    }
+
+    /// [`updates_with`] where Kueue's manager holds no Lease.
+    fn updates(
+        facts: GateFacts,
+        workloads: Option<Vec<Waiting>>,
+        renewals: &[(u64, i64)],
+    ) -> BoxStream<'static, Update> {
+        updates_with(facts, workloads, renewals, Fact::KueueLease(Fetched::Missing), Vec::new())
+    }
+
+    /// Follows `updates` as `gate --watch` (or `--wait`) in `format` until a shutdown at
+    /// `stop_after`.
+    async fn follow_as(
         updates: BoxStream<'static, Update>,
         live: GateLive,
+        format: Format,
         stop_after: u64,
     ) -> (Exit, String, String, Duration) {
         let clock = TokioClock { start: Instant::now() };
@@ -599,7 +398,7 @@ mod tests {
         let settings = GateSettings::default();
         let opts = GateOptions {
             settings: &settings,
-            output: crate::invocation::Output { format: Format::Table, no_headers: false },
+            output: crate::invocation::Output { format, no_headers: false },
             all_states: false,
             all_namespaces: false,
         };
@@ -608,6 +407,14 @@ mod tests {
         let exit = follow(vec![updates], &opts, live, Some("ml".into()), stop, &mut deps).await.unwrap();
         let text = |s: &Shared| String::from_utf8(s.0.lock().unwrap().clone()).unwrap();
         (exit, text(&out), text(&err), started.elapsed())
+    }
+
+    async fn follow_for(
+        updates: BoxStream<'static, Update>,
+        live: GateLive,
+        stop_after: u64,
+    ) -> (Exit, String, String, Duration) {
+        follow_as(updates, live, Format::Table, stop_after).await
     }
 
     const WATCH: GateLive = GateLive { wait: false, timeout: None };
@@ -658,5 +465,72 @@ mod tests {
         let (exit, _, _, elapsed) =
             follow_for(updates(facts(-60), Some(Vec::new()), &[(0, -60), (10, 10)]), live, 600).await;
         assert_eq!((exit, elapsed), (Exit::Yes, Duration::from_secs(10)), "a yes ends the wait");
+    }
+
+    /// Kueue's manager's Lease renewed at 0 (fresh, no line), stale from 30 s with no event
+    /// (its own timer), renewed at 40, deleted at 50 (a manager without leader election),
+    /// forbidden at 60; dispatch's Lease renewed every 10 s, so the chain never changes.
+    fn kueue_story() -> BoxStream<'static, Update> {
+        let renewals: Vec<(u64, i64)> = (0..8).map(|i| (i * 10, i as i64 * 10)).collect();
+        let rule =
+            "get, list and watch leases.coordination.k8s.io \"c1f6bfd2.kueue.x-k8s.io\" in namespace kueue-system";
+        let later = vec![
+            (40, kueue_renewed(40)),
+            (45, kueue_renewed(45)),
+            (50, Fact::KueueLease(Fetched::Missing)),
+            (60, Fact::KueueLease(Fetched::Forbidden(Denied { rule: rule.into() }))),
+        ];
+        updates_with(facts(0), Some(Vec::new()), &renewals, kueue_renewed(0), later)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn kueues_manager_lease_is_followed_live_with_a_stale_timer_of_its_own() {
+        let (exit, out, err, _) = follow_for(kueue_story(), WATCH, 70).await;
+        assert_eq!(exit, Exit::Yes);
+        assert_eq!(err, "", "{err}");
+        let lease = "kueue-system/c1f6bfd2.kueue.x-k8s.io";
+        let kueue: Vec<&str> = out.lines().filter(|l| l.contains("Kueue's manager: ")).collect();
+        assert_eq!(
+            kueue,
+            [
+                format!(
+                    "12:00:30Z Kueue's manager: Lease {lease} was last renewed 31s ago, beyond 30s: no manager leads, so Kueue admits nothing"
+                ),
+                format!("12:00:40Z Kueue's manager: Lease {lease} renewed 0s ago, within 30s: a manager leads"),
+                format!(
+                    "12:00:50Z Kueue's manager: no Lease {lease}: a manager without leader election holds none (--kueue-lease names another), so its heartbeat cannot be shown"
+                ),
+                format!(
+                    "12:01:00Z Kueue's manager: Lease {lease} cannot be read without RBAC: get, list and watch leases.coordination.k8s.io \"c1f6bfd2.kueue.x-k8s.io\" in namespace kueue-system"
+                ),
+            ],
+            "a line each time its state changes, none for a renewal of a fresh Lease:\n{out}"
+        );
+        let evaluated = out.lines().filter(|l| l.ends_with("ReadmissionGate re-evaluated")).count();
+        assert_eq!(evaluated, 1, "Kueue's Lease is context: the chain is not printed again:\n{out}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn kueues_manager_lease_in_json_a_document_at_each_change_of_its_state() {
+        let (_, out, _, _) = follow_as(kueue_story(), WATCH, Format::Json, 70).await;
+        let docs: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let states: Vec<(&str, &str)> = docs
+            .iter()
+            .map(|d| (d["evaluatedAt"].as_str().unwrap(), d["kueueLease"]["status"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            states,
+            [
+                ("2026-11-30T12:00:00.000000Z", "fresh"),
+                // The timer is set a microsecond after the last fresh instant; tokio's timers
+                // fire on the millisecond.
+                ("2026-11-30T12:00:30.001000Z", "stale"),
+                ("2026-11-30T12:00:40.000000Z", "fresh"),
+                ("2026-11-30T12:00:50.000000Z", "no lease"),
+                ("2026-11-30T12:01:00.000000Z", "forbidden"),
+            ],
+            "{out}"
+        );
+        assert!(docs.iter().all(|d| d["verdict"] == "yes"), "{out}");
     }
 }

@@ -10,6 +10,7 @@ pub mod kueue;
 pub mod kueue_lease;
 pub mod lease;
 pub mod link;
+pub mod live_gate;
 pub mod skew;
 pub mod time;
 pub mod verdict;

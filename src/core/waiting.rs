@@ -68,12 +68,26 @@ pub fn select(workload: &Workload, scope: &WaitingScope) -> Vec<Waiting> {
 
 /// Fills in ClusterQueues through LocalQueues, keeps those in scope, and sorts by namespace
 /// then name (then check).
-pub fn finish(mut rows: Vec<Waiting>, local_queues: &[LocalQueue], scope: &WaitingScope) -> Vec<Waiting> {
-    let by_queue: BTreeMap<(&str, &str), &str> =
-        local_queues.iter().map(|lq| ((lq.namespace.as_str(), lq.name.as_str()), lq.cluster_queue.as_str())).collect();
+pub fn finish(rows: Vec<Waiting>, local_queues: &[LocalQueue], scope: &WaitingScope) -> Vec<Waiting> {
+    finish_with(rows, &queue_map(local_queues), scope)
+}
+
+/// Each LocalQueue's ClusterQueue, by namespace then name.
+pub type QueueMap = BTreeMap<String, BTreeMap<String, String>>;
+
+pub fn queue_map(local_queues: &[LocalQueue]) -> QueueMap {
+    let mut map = QueueMap::new();
+    for lq in local_queues {
+        map.entry(lq.namespace.clone()).or_default().insert(lq.name.clone(), lq.cluster_queue.clone());
+    }
+    map
+}
+
+/// [`finish`] with the LocalQueues already mapped (`gate --watch` keeps the map).
+pub fn finish_with(mut rows: Vec<Waiting>, by_queue: &QueueMap, scope: &WaitingScope) -> Vec<Waiting> {
     for row in rows.iter_mut().filter(|r| r.cluster_queue.is_none()) {
         if let Some(q) = &row.queue_name {
-            row.cluster_queue = by_queue.get(&(row.namespace.as_str(), q.as_str())).map(|cq| cq.to_string());
+            row.cluster_queue = by_queue.get(&row.namespace).and_then(|m| m.get(q)).cloned();
         }
     }
     if !scope.cluster_queues.is_empty() {

@@ -1,6 +1,7 @@
 //! Following the facts live: list-then-watch streams of plain signals that survive the
-//! connection's faults ([`reflector`]), and Kueue's manager's Lease as context facts
-//! ([`kueue_lease`]).
+//! connection's faults ([`reflector`]), the streams `gate --watch` merges ([`kueue`]), and
+//! Kueue's manager's Lease as context facts for `lease --watch` ([`kueue_lease`]).
 
+pub mod kueue;
 pub mod kueue_lease;
 pub mod reflector;

@@ -1,0 +1,183 @@
+//! The streams `gate --watch` and `--wait` follow, merged into one: the ClusterQueues, the
+//! AdmissionChecks, the Workloads and the LocalQueues at the Kueue version the first reads
+//! were served at, dispatch's Lease and Kueue's manager's Lease. Each object is reduced as it
+//! arrives to what the gate reads of it ([`Fact`]); what the gate makes of the facts is
+//! [`crate::core::live_gate`]'s.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use kube::api::Api;
+
+use super::reflector::{self, Followed, LeaseUpdate, Seen, Signal, WhenForbidden};
+use crate::cluster::connecting::connect::Connection;
+use crate::cluster::reading::fetch::Kueue;
+use crate::cluster::reading::wire;
+use crate::core::fetched::{Denied, Fetched};
+use crate::core::gate::GateSettings;
+use crate::core::lease::LeaseRef;
+use crate::core::link::{LinkEvent, Refusal};
+use crate::core::live_gate::{Fact, Key, ListChange};
+use crate::core::waiting::{self, WaitingScope};
+
+/// What one of the merged streams said, and which one said it (its index in the link).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Update {
+    pub stream: usize,
+    pub what: What,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum What {
+    Fact(Fact),
+    /// What the connection did.
+    Link(LinkEvent),
+    /// List and watch on a Lease are forbidden, get is allowed: it is polled with get.
+    Polling {
+        lease: LeaseRef,
+        every: Duration,
+        rule: String,
+    },
+}
+
+/// How many streams [`streams`] merges.
+pub const STREAMS: usize = 6;
+
+/// Watches one Kueue resource and reduces each object with `convert`.
+fn kueue_watch<K, T>(
+    api: Api<K>,
+    stream: usize,
+    (forbidden, who): (WhenForbidden<K>, Followed),
+    convert: impl Fn(&K) -> (Key, T) + Send + 'static,
+    wrap: fn(ListChange<T>) -> Fact,
+) -> BoxStream<'static, Update>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    T: Send + 'static,
+{
+    let rule = who.rule.clone();
+    reflector::follow(api, None, forbidden, who)
+        .map(move |signal| {
+            let change = match signal {
+                Signal::Seen(Seen::List) => ListChange::Init,
+                Signal::Seen(Seen::Page(items)) => ListChange::Page(items.iter().map(&convert).collect()),
+                Signal::Seen(Seen::ListDone) => ListChange::InitDone,
+                Signal::Seen(Seen::Applied(o)) => {
+                    let (k, v) = convert(&o);
+                    ListChange::Apply(k, v)
+                }
+                Signal::Seen(Seen::Deleted(o)) => ListChange::Delete(convert(&o).0),
+                Signal::Forbidden | Signal::Polling(_) => ListChange::Forbidden(rule.clone()),
+                Signal::Link(e) => return Update { stream, what: What::Link(e) },
+            };
+            Update { stream, what: What::Fact(wrap(change)) }
+        })
+        .boxed()
+}
+
+fn key<P: Clone, U: Clone>(o: &kube::core::object::Object<P, U>) -> Key {
+    (o.metadata.namespace.clone().unwrap_or_default(), o.metadata.name.clone().unwrap_or_default())
+}
+
+/// A followed Lease's updates as the gate's: `kueue` tells Kueue's manager's from dispatch's.
+fn lease_watch(conn: &Connection, lease: &LeaseRef, stream: usize, kueue: bool) -> BoxStream<'static, Update> {
+    let lease_ref = lease.clone();
+    let fact = move |f: Fetched<_>| What::Fact(if kueue { Fact::KueueLease(f) } else { Fact::Lease(f) });
+    reflector::lease(conn, lease)
+        .map(move |u| {
+            let what = match u {
+                LeaseUpdate::Lease(Some(f)) => fact(Fetched::Found(f)),
+                LeaseUpdate::Lease(None) => fact(Fetched::Missing),
+                LeaseUpdate::Forbidden(rule) => fact(Fetched::Forbidden(Denied { rule })),
+                // Kueue's Lease is context: that it may not be read at all is said under the
+                // chains, as the one-shot gate says it, and does not end the watch.
+                LeaseUpdate::Link(LinkEvent::Refused(Refusal::Forbidden { rule, .. })) if kueue => {
+                    fact(Fetched::Forbidden(Denied { rule }))
+                }
+                LeaseUpdate::Link(e) => What::Link(e),
+                LeaseUpdate::Polling { every, rule } => What::Polling { lease: lease_ref.clone(), every, rule },
+            };
+            Update { stream, what }
+        })
+        .boxed()
+}
+
+/// Every stream the gate follows, merged by the caller: the ClusterQueues (0), AdmissionChecks
+/// (1), Workloads (2) and LocalQueues (3) at `kueue`'s version, in `namespace` or all, then
+/// dispatch's Lease (4) and Kueue's manager's (5).
+pub fn streams(
+    conn: &Connection,
+    kueue: &Kueue,
+    settings: &GateSettings,
+    all_states: bool,
+    namespace: Option<&str>,
+) -> Vec<BoxStream<'static, Update>> {
+    let client = conn.client.clone();
+    let cqs: Api<wire::WireClusterQueue> =
+        Api::all_with(client.clone(), &kueue.resource("ClusterQueue", "clusterqueues"));
+    let acs: Api<wire::WireAdmissionCheck> =
+        Api::all_with(client.clone(), &kueue.resource("AdmissionCheck", "admissionchecks"));
+    fn scoped<K: kube::Resource<DynamicType = kube::api::ApiResource, Scope = kube::core::DynamicResourceScope>>(
+        client: &kube::Client,
+        ar: kube::api::ApiResource,
+        namespace: Option<&str>,
+    ) -> Api<K> {
+        match namespace {
+            Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
+            None => Api::all_with(client.clone(), &ar),
+        }
+    }
+    let wls: Api<wire::WireWorkload> = scoped(&client, kueue.resource("Workload", "workloads"), namespace);
+    let lqs: Api<wire::WireLocalQueue> = scoped(&client, kueue.resource("LocalQueue", "localqueues"), namespace);
+    let scope = match namespace {
+        Some(ns) => format!("in namespace {ns}"),
+        None => "in all namespaces".into(),
+    };
+    // A first forbidden ClusterQueue or AdmissionCheck list ends the watch (the one-shot gate
+    // answers unknown); Workloads and LocalQueues forbidden are only noted, as there.
+    let who = |rule: String| Followed { server: conn.server.clone(), rule, server_clock: conn.server_clock.clone() };
+    vec![
+        kueue_watch(
+            cqs,
+            0,
+            (WhenForbidden::End, who("list and watch clusterqueues.kueue.x-k8s.io (cluster-wide)".into())),
+            |o| (key(o), wire::cluster_queue(o)),
+            Fact::Queue,
+        ),
+        kueue_watch(
+            acs,
+            1,
+            (WhenForbidden::End, who("list and watch admissionchecks.kueue.x-k8s.io (cluster-wide)".into())),
+            |o| (key(o), wire::admission_check(o)),
+            Fact::Check,
+        ),
+        kueue_watch(
+            wls,
+            2,
+            (WhenForbidden::Retry, who(format!("list and watch workloads.kueue.x-k8s.io {scope}"))),
+            // Reduced to the entries at any check that might be dispatch's; which checks are
+            // dispatch's is decided from the AdmissionChecks, as they come.
+            move |o| {
+                let w = wire::workload(o);
+                let scope = WaitingScope {
+                    checks: w.checks.iter().map(|c| c.name.clone()).collect(),
+                    cluster_queues: BTreeSet::new(),
+                    all_states,
+                };
+                (key(o), waiting::select(&w, &scope))
+            },
+            Fact::Workload,
+        ),
+        kueue_watch(
+            lqs,
+            3,
+            (WhenForbidden::Retry, who(format!("list and watch localqueues.kueue.x-k8s.io {scope}"))),
+            |o| (key(o), wire::local_queue(o)),
+            Fact::LocalQueue,
+        ),
+        lease_watch(conn, &settings.lease, 4, false),
+        lease_watch(conn, &settings.kueue_lease, 5, true),
+    ]
+}
