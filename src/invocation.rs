@@ -13,6 +13,60 @@ pub struct Invocation {
     pub connection: ConnectionSettings,
     pub timeout: Option<Duration>,
     pub verb: Verb,
+    /// `-o name|jsonpath=...|custom-columns=...`: the printer of the verb's `-o json` document,
+    /// its template read and checked.
+    pub printer: Option<PrinterSpec>,
+    pub color: ColorWhen,
+}
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ColorWhen {
+    /// On a terminal, unless `NO_COLOR` is set or `TERM` is `dumb`.
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+/// The value of `-o`: one of the plain formats, or one of kubectl's printers and its argument
+/// (a template, a spec, or a file's path).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputChoice {
+    pub format: Format,
+    pub printer: Option<(PrinterKind, String)>,
+}
+
+/// kubectl's printers of a document: `-o name`, `-o jsonpath=`, `-o custom-columns=` and their
+/// `-file=` forms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrinterKind {
+    Name,
+    JsonPath,
+    JsonPathFile,
+    CustomColumns,
+    CustomColumnsFile,
+}
+
+/// A printer as resolved: its kind, its template's text (a `-file=` form's file already read),
+/// and kubectl's flags that shape it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrinterSpec {
+    pub kind: PrinterKind,
+    pub template: String,
+    /// `--allow-missing-template-keys`.
+    pub allow_missing_keys: bool,
+    pub no_headers: bool,
+}
+
+/// Which of the waiting Workloads gate shows, and in which order: `-l` and `--sort-by`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkloadView {
+    /// A label selector, passed to the server.
+    pub selector: Option<String>,
+    /// A JSONPath over each waiting Workload's `-o json` entry, in kubectl's relaxed form
+    /// already made whole (`{.name}`) and checked.
+    pub sort_by: Option<String>,
 }
 
 /// kubectl's connection flags, resolved: the one context in use, and the namespace of the
@@ -73,6 +127,7 @@ pub enum Verb {
         all_namespaces: bool,
         /// `--max-concurrency`: contexts judged at once.
         max_concurrency: usize,
+        view: WorkloadView,
     },
     Gate {
         settings: GateSettings,
@@ -80,6 +135,7 @@ pub enum Verb {
         all_states: bool,
         all_namespaces: bool,
         live: Option<GateLive>,
+        view: WorkloadView,
     },
     Lease {
         lease: LeaseRef,

@@ -13,13 +13,22 @@ use kubectl_dispatch::exit::Exit;
 use kubectl_dispatch::invocation::Invocation;
 use kubectl_dispatch::log::Log;
 use kubectl_dispatch::render::Style;
+use kubectl_dispatch::render::printer::Printer;
 use kubectl_dispatch::text::terminal::Lines;
+
+/// The version `--version` answers: Cargo.toml's, unless the build sets
+/// `KUBECTL_DISPATCH_VERSION` (tests/e2e_krew.rs builds a second version of the plugin that way:
+/// only this crate is compiled again, not the library). Releases never set it.
+const VERSION: &str = match option_env!("KUBECTL_DISPATCH_VERSION") {
+    Some(v) => v,
+    None => env!("CARGO_PKG_VERSION"),
+};
 
 fn main() -> ExitCode {
     if let Some(exit) = cli::complete::as_kubectl_completer() {
         return ExitCode::from(exit.code() as u8);
     }
-    let exit = match cli::parse() {
+    let exit = match cli::parse(VERSION) {
         Parsed::Run(invocation, verbosity) => run(&invocation, verbosity),
         Parsed::Done(exit) => exit,
         Parsed::Invalid(e) => report(&e),
@@ -37,7 +46,13 @@ fn run(invocation: &Invocation, verbosity: u8) -> Exit {
     let mut err = io::stderr();
     let log = Log::new(verbosity, Lines::new(Box::new(io::stderr())));
     let clock = SystemClock;
-    let mut deps = Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Style::detect() };
+    // Checked when the command line was resolved: this parses the same text again.
+    let printer = match invocation.printer.as_ref().map(Printer::new).transpose() {
+        Ok(p) => p,
+        Err(e) => return report(&Error::Usage(e)),
+    };
+    let style = Style::for_color(invocation.color);
+    let mut deps = Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style, printer: printer.as_ref() };
     let result = runtime.block_on(app::run(invocation, &mut deps));
     let flushed = out.flush();
     match (result, flushed) {

@@ -109,6 +109,7 @@ const STREAMS: usize = 5;
 /// Watches one Kueue resource and converts each object with `convert`.
 fn kueue_watch<K, T>(
     api: Api<K>,
+    labels: Option<String>,
     stream: usize,
     (forbidden, who): (WhenForbidden<K>, Followed),
     convert: impl Fn(&K) -> (String, T) + Send + 'static,
@@ -119,7 +120,7 @@ where
     T: Send + 'static,
 {
     let rule = who.rule.clone();
-    cwatch::follow(api, None, forbidden, who)
+    cwatch::follow(api, None, labels, forbidden, who)
         .map(move |signal| {
             let what = match signal {
                 Signal::Seen(Seen::List) => wrap(StoreChange::Init),
@@ -206,6 +207,7 @@ fn watches(
     vec![
         kueue_watch(
             cqs,
+            None,
             0,
             (WhenForbidden::End, who("list and watch clusterqueues.kueue.x-k8s.io (cluster-wide)".into())),
             |o| (key(o), wire::cluster_queue(o)),
@@ -213,6 +215,7 @@ fn watches(
         ),
         kueue_watch(
             acs,
+            None,
             1,
             (WhenForbidden::End, who("list and watch admissionchecks.kueue.x-k8s.io (cluster-wide)".into())),
             |o| (key(o), wire::admission_check(o)),
@@ -220,6 +223,7 @@ fn watches(
         ),
         kueue_watch(
             wls,
+            opts.selector.map(str::to_string),
             2,
             (WhenForbidden::Retry, who(format!("list and watch workloads.kueue.x-k8s.io {scope}"))),
             move |o| {
@@ -235,6 +239,7 @@ fn watches(
         ),
         kueue_watch(
             lqs,
+            None,
             3,
             (WhenForbidden::Retry, who(format!("list and watch localqueues.kueue.x-k8s.io {scope}"))),
             |o| (key(o), wire::local_queue(o)),
@@ -305,7 +310,7 @@ async fn follow(
                 if live.wait
                     && let Some(run) = &last
                 {
-                    crate::render::gate::render_to(run, opts.output, deps.style, deps.out, deps.err)?;
+                    render_once(run, opts, deps)?;
                 }
                 return Ok(if live.wait { exit } else { Exit::Yes });
             }
@@ -359,7 +364,7 @@ async fn follow(
         warned = run.warnings.iter().cloned().collect();
         if live.wait {
             if run.report.verdict == Verdict::Yes {
-                crate::render::gate::render_to(&run, opts.output, deps.style, deps.out, deps.err)?;
+                render_once(&run, opts, deps)?;
                 return Ok(Exit::Yes);
             }
             last = Some(run);
@@ -421,7 +426,20 @@ fn stamp(now: k8s_openapi::jiff::Timestamp) -> String {
     now.strftime("%H:%M:%SZ").to_string()
 }
 
+/// `--wait`'s one print: the printer of `-o jsonpath=...` and the like, else the format's.
+fn render_once(run: &GateRun, opts: &GateOptions<'_>, deps: &mut Deps<'_>) -> Result<(), Error> {
+    match deps.printer {
+        Some(printer) => printer.print(&run.document(), deps.out),
+        None => Ok(crate::render::gate::render_to(run, opts.output, deps.style, deps.out, deps.err)?),
+    }
+}
+
 fn print_chains(run: &GateRun, opts: &GateOptions<'_>, docs: usize, deps: &mut Deps<'_>) -> Result<(), Error> {
+    if let Some(printer) = deps.printer {
+        printer.print(&run.document(), deps.out)?;
+        deps.out.flush()?;
+        return Ok(());
+    }
     match opts.output.format {
         Format::Json => crate::render::structured::json_line(deps.out, &run.document())?,
         Format::Yaml => crate::render::structured::yaml_document(deps.out, &run.document(), docs)?,
@@ -595,13 +613,16 @@ mod tests {
         let clock = TokioClock { start: Instant::now() };
         let (mut out, mut err) = (Shared::default(), Shared::default());
         let log = crate::log::Log::silent();
-        let mut deps = Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Default::default() };
+        let mut deps =
+            Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Default::default(), printer: None };
         let settings = GateSettings::default();
         let opts = GateOptions {
             settings: &settings,
             output: crate::invocation::Output { format: Format::Table, no_headers: false },
             all_states: false,
             all_namespaces: false,
+            selector: None,
+            sort_by: None,
         };
         let started = Instant::now();
         let stop = tokio::time::sleep(Duration::from_secs(stop_after));

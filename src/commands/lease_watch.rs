@@ -91,7 +91,15 @@ pub async fn follow(
         };
         let now = deps.clock.now();
         for change in tracker.observe(observation, now) {
-            view.change(&change, &tracker, deps.out)?;
+            match deps.printer {
+                // `-o jsonpath=...` and the like: each change's `-o json` document.
+                Some(printer) => {
+                    view.clear(deps.out)?;
+                    printer.print(&change_doc(&change), deps.out)?;
+                    deps.out.flush()?;
+                }
+                None => view.change(&change, &tracker, deps.out)?,
+            }
         }
         if opts.until.is_some_and(|u| reached(u, &tracker, now)) {
             break Ok(Exit::Yes);
@@ -288,7 +296,8 @@ mod tests {
         let clock = TokioClock { base: base(), start: Instant::now() };
         let (mut out, mut err) = (Shared::default(), Shared::default());
         let log = Log::silent();
-        let mut deps = Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Default::default() };
+        let mut deps =
+            Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Default::default(), printer: None };
         let output = Output { format: Format::Table, no_headers: false };
         let started = Instant::now();
         let stop = tokio::time::sleep(Duration::from_secs(stop_after));
@@ -395,7 +404,8 @@ mod tests {
         let clock = TokioClock { base: base(), start: Instant::now() };
         let (mut out, mut err) = (Shared::default(), Shared::default());
         let log = Log::silent();
-        let mut deps = Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Default::default() };
+        let mut deps =
+            Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Default::default(), printer: None };
         let output = Output { format: Format::Table, no_headers: false };
         let stop = tokio::time::sleep(Duration::from_secs(600));
         let e = follow(script(items), &LeaseRef::default(), output, opts, false, stop, &mut deps).await.unwrap_err();
@@ -466,7 +476,8 @@ mod tests {
         let clock = TokioClock { base: base(), start: Instant::now() };
         let (mut out, mut err) = (Shared::default(), Shared::default());
         let log = Log::silent();
-        let mut deps = Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Default::default() };
+        let mut deps =
+            Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Default::default(), printer: None };
         let output = Output { format: Format::Yaml, no_headers: false };
         let stop = tokio::time::sleep(Duration::from_secs(5));
         let items = script(vec![(0, renewed("a", 0)), (2, renewed("a", 2))]);
