@@ -432,6 +432,32 @@ mod tests {
     }
 
     #[test]
+    fn printers_selectors_and_colour_resolve_to_plain_settings() {
+        let inv = resolve_words(&["gate", "-o", "jsonpath={.verdict}", "--color=always"]).unwrap();
+        let spec = inv.printer.expect("a printer");
+        assert_eq!((spec.kind, spec.template.as_str()), (PrinterKind::JsonPath, "{.verdict}"));
+        assert!(spec.allow_missing_keys);
+        assert_eq!(inv.color, ColorWhen::Always);
+        let inv = resolve_words(&["gate", "-l", "team=ml", "--sort-by", ".name"]).unwrap();
+        let Verb::Gate { view, .. } = inv.verb else { panic!("gate") };
+        assert_eq!(view, WorkloadView { selector: Some("team=ml".into()), sort_by: Some("{.name}".into()) });
+        let inv =
+            resolve_words(&["lease", "-o", "custom-columns=A:.a", "--allow-missing-template-keys=false"]).unwrap();
+        assert!(!inv.printer.unwrap().allow_missing_keys);
+        for (words, says) in [
+            (&["gate", "-o", "jsonpath={.a["][..], "error parsing jsonpath {.a[, unterminated array"),
+            (&["gate", "-o", "custom-columns=NAME"], "unexpected custom-columns spec: NAME"),
+            (&["gate", "--sort-by", "{.a}{.b}"], "unexpected path string"),
+            (&["doctor", "-o", "name"], "doctor names no objects"),
+            (&["gate", "--context", "a", "--context", "b", "-o", "name"], "give --context once"),
+            (&["gate", "-o", "jsonpath-file=/nonexistent/template"], "error reading template /nonexistent/template"),
+        ] {
+            let e = resolve_words(words).unwrap_err();
+            assert!(e.contains(says), "{words:?}: {e}");
+        }
+    }
+
+    #[test]
     fn help_shows_only_what_a_verb_uses() {
         use clap::CommandFactory;
         let mut root = Cli::command();
