@@ -242,3 +242,24 @@ fn color_is_always_never_or_auto() {
     let mut watch = Watch::start(c, &s.args("gate", &["--watch", "--color=always"]));
     watch.wait_for("a coloured verdict", Duration::from_secs(60), |l| l.contains(green));
 }
+
+/// What reaches the terminal: `-o jsonpath` prints a Workload's message byte for byte, as
+/// kubectl's JSONPath printer prints the same field; a custom-columns cell is escaped as the
+/// tables' cells are (kubectl would let the tab and the newline break its table).
+#[test]
+fn jsonpath_is_byte_exact_and_columns_are_escaped() {
+    let c = Cluster::shared();
+    let s = Scenario::new("escapes");
+    c.apply(&s.healthy_yaml());
+    let yaml = fixtures::workload(&s.ns, "w-x", &s.lq, Some(&s.cq), &[(&s.check, "Pending", "one\ttwo\nthree", 30)]);
+    c.apply(&yaml);
+    let theirs = c.kubectl_ok(
+        &["get", "workloads.kueue.x-k8s.io", "-n", &s.ns, "w-x", "-o", "jsonpath={.status.admissionChecks[0].message}"],
+        None,
+    );
+    assert_eq!(theirs, "one\ttwo\nthree");
+    let run = gate(c, &s, &["-n", &s.ns, "-o", "jsonpath={.waiting[0].message}"]);
+    assert_eq!(run.expect_code(0).stdout, theirs, "jsonpath prints the bytes, as kubectl");
+    let run = gate(c, &s, &["-n", &s.ns, "--no-headers", "-o", "custom-columns=M:.waiting[0].message"]);
+    assert_eq!(run.expect_code(0).stdout, "one\\ttwo\\nthree\n", "a cell is escaped");
+}
