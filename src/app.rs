@@ -8,7 +8,8 @@ use crate::commands::gate::{self, GateOptions};
 use crate::commands::{Deps, gate_watch, lease, lease_watch, workload};
 use crate::error::Error;
 use crate::exit::Exit;
-use crate::invocation::{Invocation, Verb};
+use crate::invocation::{Invocation, Verb, WorkloadView};
+use crate::render::jsonpath::Template;
 
 pub async fn run(inv: &Invocation, deps: &mut Deps<'_>) -> Result<Exit, Error> {
     // Live modes never hand an exec credential plugin the terminal: it would fight the status
@@ -18,7 +19,8 @@ pub async fn run(inv: &Invocation, deps: &mut Deps<'_>) -> Result<Exit, Error> {
     let connect = || connect::connect(&inv.connection, manner, deps.log);
     match &inv.verb {
         // Each context connects on its own.
-        Verb::Fleet { contexts, settings, output, all_states, all_namespaces, max_concurrency } => {
+        Verb::Fleet { contexts, settings, output, all_states, all_namespaces, max_concurrency, view } => {
+            let sort_by = sort_by(view)?;
             let opts = FleetOptions {
                 connection: &inv.connection,
                 contexts,
@@ -28,13 +30,22 @@ pub async fn run(inv: &Invocation, deps: &mut Deps<'_>) -> Result<Exit, Error> {
                 all_namespaces: *all_namespaces,
                 timeout: inv.timeout,
                 max_concurrency: *max_concurrency,
+                selector: view.selector.as_deref(),
+                sort_by: sort_by.as_ref(),
             };
             fleet::run(&opts, deps)
         }
-        Verb::Gate { settings, output, all_states, all_namespaces, live } => {
+        Verb::Gate { settings, output, all_states, all_namespaces, live, view } => {
+            let sort_by = sort_by(view)?;
             let conn = connect().await?;
-            let opts =
-                GateOptions { settings, output: *output, all_states: *all_states, all_namespaces: *all_namespaces };
+            let opts = GateOptions {
+                settings,
+                output: *output,
+                all_states: *all_states,
+                all_namespaces: *all_namespaces,
+                selector: view.selector.as_deref(),
+                sort_by: sort_by.as_ref(),
+            };
             match live {
                 None => gate::run(&conn, &opts, deps).await,
                 Some(live) => gate_watch::run(&conn, &opts, *live, deps).await,
@@ -61,4 +72,9 @@ pub async fn run(inv: &Invocation, deps: &mut Deps<'_>) -> Result<Exit, Error> {
             workload::run(&conn, name, settings, *output, deps).await
         }
     }
+}
+
+/// `--sort-by`'s JSONPath, parsed (checked already when the command line was resolved).
+fn sort_by(view: &WorkloadView) -> Result<Option<Template>, Error> {
+    view.sort_by.as_deref().map(Template::parse).transpose().map_err(Error::Usage)
 }

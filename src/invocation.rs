@@ -13,6 +13,73 @@ pub struct Invocation {
     pub connection: ConnectionSettings,
     pub timeout: Option<Duration>,
     pub verb: Verb,
+    /// `-o name|jsonpath=...|custom-columns=...`: the printer of the verb's `-o json` document,
+    /// its template read and checked.
+    pub printer: Option<PrinterSpec>,
+    pub color: ColorWhen,
+}
+
+impl Invocation {
+    /// stdout carries data, kept exact: the verb's JSON, YAML, Prometheus text or RBAC YAML,
+    /// or a JSONPath template's values (byte for byte, as kubectl's printer writes them).
+    /// `-o name` and custom columns are text for a terminal, like a table.
+    pub fn writes_data(&self) -> bool {
+        match self.printer.as_ref().map(|p| p.kind) {
+            Some(PrinterKind::JsonPath | PrinterKind::JsonPathFile) => true,
+            Some(PrinterKind::Name | PrinterKind::CustomColumns | PrinterKind::CustomColumnsFile) => false,
+            None => self.verb.writes_data(),
+        }
+    }
+}
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ColorWhen {
+    /// On a terminal, unless `NO_COLOR` is set or `TERM` is `dumb`.
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+/// The value of `-o`: one of the plain formats, or one of kubectl's printers and its argument
+/// (a template, a spec, or a file's path).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputChoice {
+    pub format: Format,
+    pub printer: Option<(PrinterKind, String)>,
+}
+
+/// kubectl's printers of a document: `-o name`, `-o jsonpath=`, `-o custom-columns=` and their
+/// `-file=` forms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrinterKind {
+    Name,
+    JsonPath,
+    JsonPathFile,
+    CustomColumns,
+    CustomColumnsFile,
+}
+
+/// A printer as resolved: its kind, its template's text (a `-file=` form's file already read),
+/// and kubectl's flags that shape it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrinterSpec {
+    pub kind: PrinterKind,
+    pub template: String,
+    /// `--allow-missing-template-keys`.
+    pub allow_missing_keys: bool,
+    pub no_headers: bool,
+}
+
+/// Which of the waiting Workloads gate shows, and in which order: `-l` and `--sort-by`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkloadView {
+    /// A label selector, passed to the server.
+    pub selector: Option<String>,
+    /// A JSONPath over each waiting Workload's `-o json` entry, in kubectl's relaxed form
+    /// already made whole (`{.name}`) and checked.
+    pub sort_by: Option<String>,
 }
 
 /// kubectl's connection flags, resolved: the one context in use, and the namespace of the
@@ -73,6 +140,7 @@ pub enum Verb {
         all_namespaces: bool,
         /// `--max-concurrency`: contexts judged at once.
         max_concurrency: usize,
+        view: WorkloadView,
     },
     Gate {
         settings: GateSettings,
@@ -80,6 +148,7 @@ pub enum Verb {
         all_states: bool,
         all_namespaces: bool,
         live: Option<GateLive>,
+        view: WorkloadView,
     },
     Lease {
         lease: LeaseRef,
@@ -89,11 +158,7 @@ pub enum Verb {
         watch: Option<LeaseWatch>,
     },
     /// One Workload explained.
-    Workload {
-        name: String,
-        settings: GateSettings,
-        output: Output,
-    },
+    Workload { name: String, settings: GateSettings, output: Output },
     Doctor {
         lease: LeaseRef,
         /// Kueue's manager's Lease (a finding of its own, context only).

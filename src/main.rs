@@ -13,13 +13,22 @@ use kubectl_dispatch::exit::Exit;
 use kubectl_dispatch::invocation::Invocation;
 use kubectl_dispatch::log::Log;
 use kubectl_dispatch::render::Style;
+use kubectl_dispatch::render::printer::Printer;
 use kubectl_dispatch::text::terminal::{Allow, Lines, Screen};
+
+/// The version `--version` answers: Cargo.toml's, unless the build sets
+/// `KUBECTL_DISPATCH_VERSION` (tests/e2e_krew.rs builds a second version of the plugin that way:
+/// only this crate is compiled again, not the library). Releases never set it.
+const VERSION: &str = match option_env!("KUBECTL_DISPATCH_VERSION") {
+    Some(v) => v,
+    None => env!("CARGO_PKG_VERSION"),
+};
 
 fn main() -> ExitCode {
     if let Some(exit) = cli::complete::as_kubectl_completer() {
         return ExitCode::from(exit.code() as u8);
     }
-    let exit = match cli::parse() {
+    let exit = match cli::parse(VERSION) {
         Parsed::Run(invocation, verbosity) => run(&invocation, verbosity),
         Parsed::Done(exit) => exit,
         Parsed::Invalid(e) => report(&e),
@@ -32,10 +41,11 @@ fn run(invocation: &Invocation, verbosity: u8) -> Exit {
         Ok(rt) => rt,
         Err(e) => return report(&Error::Output(e)),
     };
-    let style = Style::detect();
-    // Text for a terminal passes the screen; JSON, YAML and Prometheus keep their data exact.
+    let style = Style::for_color(invocation.color);
+    // Text for a terminal passes the screen; JSON, YAML, Prometheus and jsonpath keep their
+    // data exact.
     let allow = Allow { colour: style.color, clear_line: style.live };
-    let stdout: Box<dyn Write> = match invocation.verb.writes_data() {
+    let stdout: Box<dyn Write> = match invocation.writes_data() {
         true => Box::new(io::stdout().lock()),
         false => Box::new(Screen::new(io::stdout().lock(), allow)),
     };
@@ -43,7 +53,12 @@ fn run(invocation: &Invocation, verbosity: u8) -> Exit {
     let mut err = Screen::new(io::stderr(), Allow { clear_line: false, ..allow });
     let log = Log::new(verbosity, Lines::new(Box::new(io::stderr())));
     let clock = SystemClock;
-    let mut deps = Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style };
+    // Checked when the command line was resolved: this parses the same text again.
+    let printer = match invocation.printer.as_ref().map(Printer::new).transpose() {
+        Ok(p) => p,
+        Err(e) => return report(&Error::Usage(e)),
+    };
+    let mut deps = Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style, printer: printer.as_ref() };
     let result = runtime.block_on(app::run(invocation, &mut deps));
     let flushed = out.flush();
     match (result, flushed) {

@@ -387,7 +387,7 @@ pub(crate) fn chain_doc(c: &Chain, lease: &LeaseAssessment) -> ChainDoc {
     }
 }
 
-fn waiting_doc(w: &Waiting, now: Timestamp) -> WaitingDoc {
+pub fn waiting_doc(w: &Waiting, now: Timestamp) -> WaitingDoc {
     WaitingDoc {
         namespace: w.namespace.clone(),
         name: w.name.clone(),

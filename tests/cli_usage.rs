@@ -49,7 +49,7 @@ fn flags_a_verb_does_not_use_are_usage_errors() {
     usage(&["gate", "--timeout", "5s"], "the following required arguments were not provided: <--watch|--wait>");
     usage(&["gate", "--all-contexts", "--context", "admin"], "the argument '--all-contexts' cannot be used with");
     usage(&["--context", "admin", "gate", "--all-contexts"], "the argument '--all-contexts' cannot be used with");
-    usage(&["lease", "-o", "prometheus"], "invalid value 'prometheus' for '--output <OUTPUT>'");
+    usage(&["lease", "-o", "prometheus"], "invalid value 'prometheus' for '--output <FORMAT>'");
     // Kueue's manager's Lease is followed only by the watch (the one-shot lease reads only dispatch's).
     usage(&["lease", "--kueue-lease", "kueue-system/x"], "the following required arguments were not provided:");
     usage(

@@ -1,8 +1,10 @@
 //! Installing through Krew for real, and kubectl's plugin completion, end to end: the release
 //! command's archives and manifest, krew's own validator (with its install step), `kubectl krew
 //! install --manifest --archive` into a temporary KREW_ROOT, the installed plugin run through
-//! kubectl against the test cluster, `kubectl krew uninstall`; and `kubectl __complete dispatch
-//! ...` answered by this binary as `kubectl_complete-dispatch`.
+//! kubectl against the test cluster, `kubectl krew uninstall`; Krew as a user meets it, from a
+//! custom index (`index add`, `install INDEX/dispatch`, `upgrade` to a second version published
+//! there, `uninstall`); and `kubectl __complete dispatch ...` answered by this binary as
+//! `kubectl_complete-dispatch`.
 //!
 //! Krew and validate-krew-manifest are built from the pinned Go module in tools/krew into the
 //! cache (tools/ensure). Nothing here reaches beyond 127.0.0.1.
@@ -328,4 +330,226 @@ fn kubectl_completes_the_plugin_through_kubectl_complete_dispatch() {
     let offline = must("kubectl __complete without a cluster", output(cmd));
     assert_eq!(offline.lines(), [":4"], "{}", offline.stderr);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn git(dir: &Path, args: &[&str]) -> Run {
+    let mut g = Command::new("git");
+    g.arg("-C").arg(dir).args(args);
+    g.env("GIT_AUTHOR_NAME", "test").env("GIT_AUTHOR_EMAIL", "test@127.0.0.1");
+    g.env("GIT_COMMITTER_NAME", "test").env("GIT_COMMITTER_EMAIL", "test@127.0.0.1");
+    must(&format!("git {args:?}"), output(g))
+}
+
+/// A second version of the plugin, `version`, built in seconds rather than minutes: the binary
+/// crate alone is compiled again, with `KUBECTL_DISPATCH_VERSION` set (main.rs reads it with
+/// option_env! for `--version`), in a copy of this build's target folder, so the library and
+/// every dependency are reused as cargo built them for this test. The compiled files are hard
+/// links (cargo reads them, and finds them fresh); cargo's fingerprints and the build scripts'
+/// outputs, which are rewritten in place, are copied; the binary's own outputs are left out, so
+/// that the new ones are new files and this build's binary stays as it is. cargo must compile
+/// the binary crate and nothing else.
+fn second_version(version: &str, work: &Path) -> PathBuf {
+    let ours = Path::new(env!("CARGO_BIN_EXE_kubectl-dispatch"));
+    let profile = ours.parent().expect("the profile folder");
+    let target = work.join("target");
+    let copy = target.join(profile.file_name().expect("the profile's name"));
+    std::fs::create_dir_all(&copy).expect("mkdir");
+    // Build scripts' outputs (build/) are copied too: a build script run again would rewrite
+    // them in place.
+    for (dir, link) in [("deps", true), ("build", false), (".fingerprint", false)] {
+        let mut cp = Command::new("cp");
+        cp.arg(if link { "-al" } else { "-a" }).arg(profile.join(dir)).arg(copy.join(dir));
+        must(&format!("cp {dir}"), output(cp));
+    }
+    for entry in std::fs::read_dir(copy.join("deps")).expect("read deps") {
+        let entry = entry.expect("entry");
+        if entry.file_name().to_string_lossy().starts_with("kubectl_dispatch-") {
+            std::fs::remove_file(entry.path()).expect("unlink the binary's own output");
+        }
+    }
+    // The targets this test binary was built with (integration tests build the binary too), so
+    // that cargo resolves the features as the outer build did.
+    let mut build = Command::new(env!("CARGO"));
+    build.args(["test", "--no-run", "--locked", "--verbose", "--test", "e2e_krew"]);
+    // Without what cargo set for this test (CARGO_MANIFEST_DIR, CARGO_PKG_*, ...): ring's build
+    // script would run again for a CARGO_MANIFEST_DIR it did not see, and everything after it.
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(|n| n.starts_with("CARGO_") && n != "CARGO_HOME") {
+            build.env_remove(name);
+        }
+    }
+    build.current_dir(repo()).env("CARGO_TARGET_DIR", &target).env("KUBECTL_DISPATCH_VERSION", version);
+    let built = must("cargo build of the next version", output(build));
+    // What cargo ran: the binary crate, and this test's crate only when its source changed
+    // after this run's build; never the library, a dependency or a build script.
+    let ran: Vec<&str> = built.stderr.lines().filter(|l| l.trim_start().starts_with("Running `")).collect();
+    let binary_crate = |l: &&str| l.contains("--crate-name kubectl_dispatch ") && l.contains("--crate-type bin");
+    assert!(
+        ran.iter().any(binary_crate) && ran.iter().all(|l| binary_crate(l) || l.contains("--crate-name e2e_krew ")),
+        "only the binary crate is compiled again:\n{}",
+        built.stderr
+    );
+    let binary = copy.join("kubectl-dispatch");
+    let mut v = Command::new(&binary);
+    v.arg("--version");
+    assert_eq!(must("the next version's --version", output(v)).stdout.trim(), format!("kubectl-dispatch {version}"));
+    let mut v = Command::new(ours);
+    v.arg("--version");
+    assert_eq!(
+        must("this build's --version", output(v)).stdout.trim(),
+        format!("kubectl-dispatch {}", env!("CARGO_PKG_VERSION")),
+        "this build's binary is untouched"
+    );
+    binary
+}
+
+/// A copy of a debug build without its debug info (about a fifth of its size), as a release is
+/// stripped: what the archives pack, so that packing and installing them is quick.
+fn stripped(binary: &Path, dir: &Path) -> PathBuf {
+    std::fs::create_dir_all(dir).expect("mkdir");
+    let out = dir.join("kubectl-dispatch");
+    let mut strip = Command::new("strip");
+    strip.arg("--strip-debug").arg("-o").arg(&out).arg(binary);
+    must("strip --strip-debug (binutils)", output(strip));
+    out
+}
+
+/// The next patch version of `v`: 0.1.0 -> 0.1.1.
+fn next_version(v: &str) -> String {
+    let mut parts: Vec<u64> = v.split('.').map(|p| p.parse().expect("a numeric version")).collect();
+    *parts.last_mut().expect("a version") += 1;
+    parts.iter().map(u64::to_string).collect::<Vec<_>>().join(".")
+}
+
+/// Krew as a user meets it: a custom index (a git repository with plugins/dispatch.yaml, its
+/// archive served on 127.0.0.1), `kubectl krew index add`, `kubectl krew install INDEX/dispatch`,
+/// the plugin run through kubectl, a second version published to the index and `kubectl krew
+/// upgrade` to it (the new binary answers --version with it), `kubectl krew uninstall` leaving
+/// only the completion link the README has users make (and remove).
+#[test]
+fn krew_installs_from_a_custom_index_upgrades_and_uninstalls() {
+    let c = Cluster::shared();
+    let (krew, _) = krew_tools();
+    let work = temp_dir("krew-index");
+    let krew_bin = work.join("krew-bin");
+    std::fs::create_dir_all(&krew_bin).expect("mkdir");
+    std::os::unix::fs::symlink(&krew, krew_bin.join("kubectl-krew")).expect("symlink kubectl-krew");
+    let (os, arch) = host_platform();
+    let platform = format!("{os}/{arch}");
+
+    // The version of this checkout, packed from the binary cargo built for the tests.
+    let v1 = env!("CARGO_PKG_VERSION").to_string();
+    let d1 = work.join("v1");
+    std::fs::create_dir_all(&d1).expect("mkdir");
+    let (base1, served1) = serve(d1.clone());
+    let mut cmd = Command::new(repo().join("scripts/release"));
+    cmd.arg("--out").arg(&d1).args(["--uri-base", &base1]);
+    let binary1 = stripped(Path::new(env!("CARGO_BIN_EXE_kubectl-dispatch")), &work.join("bin-v1"));
+    cmd.arg("--binary").arg(format!("{platform}={}", binary1.display()));
+    must("scripts/release v1", output(cmd));
+
+    // The next version: this build's binary crate compiled again with another version (see
+    // second_version), packed as v1 was, its manifest rendered for that version.
+    let v2 = next_version(&v1);
+    let binary2 = stripped(&second_version(&v2, &work), &work.join("bin-v2"));
+    let d2 = work.join("v2");
+    std::fs::create_dir_all(&d2).expect("mkdir");
+    let (base2, served2) = serve(d2.clone());
+    let mut cmd = Command::new(repo().join("scripts/release"));
+    cmd.arg("--out").arg(&d2).args(["--uri-base", &base2]);
+    cmd.arg("--binary").arg(format!("{platform}={}", binary2.display()));
+    must("scripts/release v2", output(cmd));
+    let archive2 = d2.join(format!("kubectl-dispatch-{os}-{arch}.tar.gz"));
+    let mut cmd = Command::new(repo().join("scripts/krew-manifest"));
+    cmd.args(["--version", &format!("v{v2}"), "--uri-base", &base2]).arg(&archive2);
+    let manifest2 = must("scripts/krew-manifest v2", output(cmd));
+    assert!(manifest2.stdout.contains(&format!("version: v{v2}\n")), "{}", manifest2.stdout);
+
+    // The index: a git repository whose plugins/ holds the manifest.
+    let index = work.join("index");
+    std::fs::create_dir_all(index.join("plugins")).expect("mkdir");
+    git(&index, &["init", "-q", "-b", "master"]);
+    std::fs::copy(d1.join("krew/dispatch.yaml"), index.join("plugins/dispatch.yaml")).expect("publish v1");
+    git(&index, &["add", "plugins/dispatch.yaml"]);
+    git(&index, &["commit", "-q", "-m", &format!("dispatch v{v1}")]);
+
+    let root = work.join("krew-root");
+    let root_bin = root.join("bin");
+    let path = with_path(&[&root_bin, &krew_bin]);
+    let kubectl = |args: &[&str]| {
+        let mut cmd = c.command("kubectl", args);
+        cmd.env("PATH", &path).env("KREW_ROOT", &root).env("KREW_NO_UPGRADE_CHECK", "1");
+        output(cmd)
+    };
+    // krew's own default index is not reachable from here: only the local one is added, and
+    // krew is told the default index is this one too (KREW_DEFAULT_INDEX_URI), so that
+    // `index add` does not try to fetch it.
+    let index_url = index.display().to_string();
+    let kubectl_idx = |args: &[&str]| {
+        let mut cmd = c.command("kubectl", args);
+        cmd.env("PATH", &path).env("KREW_ROOT", &root).env("KREW_NO_UPGRADE_CHECK", "1");
+        cmd.env("KREW_DEFAULT_INDEX_URI", &index_url);
+        output(cmd)
+    };
+    must("kubectl krew index add", kubectl_idx(&["krew", "index", "add", "local", &index_url]));
+    let indexes = must("kubectl krew index list", kubectl_idx(&["krew", "index", "list"]));
+    assert!(
+        indexes.stdout.lines().any(|l| l.split_whitespace().eq(["local", index_url.as_str()])),
+        "{}",
+        indexes.stdout
+    );
+    let install = must("kubectl krew install local/dispatch", kubectl_idx(&["krew", "install", "local/dispatch"]));
+    assert!(install.stderr.contains("Installed plugin: dispatch"), "{}", install.stderr);
+    assert!(served1.load(Ordering::SeqCst) >= 1, "the archive came from {base1}");
+    let list = must("kubectl krew list", kubectl_idx(&["krew", "list"]));
+    assert!(list.has_line("local/dispatch"), "{}", list.stdout);
+
+    // Through kubectl, against the test cluster.
+    let s = Scenario::new("krewidx");
+    c.apply(&s.healthy_yaml());
+    let mut args = vec!["dispatch"];
+    args.extend(s.args("gate", &[]));
+    kubectl(&args).expect_code(0).expect_line("ReadmissionGate: yes (the adapter writes)");
+    let version = must("kubectl dispatch --version", kubectl(&["dispatch", "--version"]));
+    assert_eq!(version.stdout.trim(), format!("kubectl-dispatch {v1}"));
+
+    // The completion link, as the README has users make it.
+    let link = r#"ln -sf kubectl-dispatch "$(dirname "$(command -v kubectl-dispatch)")/kubectl_complete-dispatch""#;
+    let mut sh = c.command("bash", &["-c", link]);
+    sh.env("PATH", &path);
+    must("the completion symlink", output(sh));
+
+    // The next version is published to the index; krew upgrade fetches the index and takes it.
+    std::fs::write(index.join("plugins/dispatch.yaml"), &manifest2.stdout).expect("publish v2");
+    git(&index, &["commit", "-q", "-am", &format!("dispatch v{v2}")]);
+    let upgrade = must("kubectl krew upgrade", kubectl_idx(&["krew", "upgrade", "dispatch"]));
+    assert!(upgrade.stderr.contains("Upgraded plugin: local/dispatch"), "{}", upgrade.stderr);
+    assert!(served2.load(Ordering::SeqCst) >= 1, "the new archive came from {base2}");
+    let version = must("kubectl dispatch --version", kubectl(&["dispatch", "--version"]));
+    assert_eq!(version.stdout.trim(), format!("kubectl-dispatch {v2}"), "the new binary answers");
+    assert!(root.join(format!("store/dispatch/v{v2}/kubectl-dispatch")).is_file());
+    assert!(!root.join(format!("store/dispatch/v{v1}")).exists(), "the old version is removed");
+    kubectl(&args).expect_code(0).expect_line("ReadmissionGate: yes (the adapter writes)");
+    // The completer link follows the plugin's link, so it runs the new version too.
+    let complete = must("kubectl __complete", kubectl(&["__complete", "dispatch", "gate", "--cluster-queue", &s.cq]));
+    assert_eq!(complete.lines(), [s.cq.as_str(), ":4"], "{}", complete.stderr);
+
+    // Uninstall: only the completion link is left, dangling, as the README says to remove it.
+    let uninstall = must("kubectl krew uninstall", kubectl_idx(&["krew", "uninstall", "dispatch"]));
+    assert!(
+        uninstall.stderr.lines().any(|l| l.starts_with("Uninstalled plugin: ") && l.ends_with("dispatch")),
+        "{}",
+        uninstall.stderr
+    );
+    let left: Vec<String> = std::fs::read_dir(&root_bin)
+        .expect("read bin")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["kubectl_complete-dispatch"], "bin/ holds only the completion link");
+    assert!(std::fs::metadata(root_bin.join("kubectl_complete-dispatch")).is_err(), "and it dangles");
+    for gone in [root.join("store/dispatch"), root.join("receipts/dispatch.yaml")] {
+        assert!(std::fs::symlink_metadata(&gone).is_err(), "{} is left behind", gone.display());
+    }
+    std::fs::remove_file(root_bin.join("kubectl_complete-dispatch")).expect("remove the completion link");
+    let _ = std::fs::remove_dir_all(&work);
 }

@@ -401,7 +401,14 @@ proptest! {
         }),
     ) {
         let format = if wide { Format::Wide } else { Format::Table };
-        let opts = GateOptions { settings: &settings, output: Output { format, no_headers: false }, all_states, all_namespaces: false };
+        let opts = GateOptions {
+        settings: &settings,
+        output: Output { format, no_headers: false },
+        all_states,
+        all_namespaces: false,
+        selector: None,
+        sort_by: None,
+    };
         let mut live = LiveGate::new(&settings, all_states);
         let mut full = Full::new();
         let mut now = start();

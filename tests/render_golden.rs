@@ -912,6 +912,7 @@ fn lease_watch_while_kueues_manager_goes_down_and_comes_back() {
                 err: &mut err,
                 log: &log,
                 style: Style::default(),
+                printer: None,
             };
             let opts = LeaseWatch { changes_only: false, until: None, timeout: None };
             let stop = tokio::time::sleep(Duration::from_secs(61));

@@ -8,7 +8,7 @@ use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum, ValueHint};
 
 use crate::core::lease::LeaseRef;
 use crate::exit::{EXIT_CODES_HELP, WORKLOAD_EXIT_CODES_HELP};
-use crate::invocation::{self, ConnectionSettings, Secret};
+use crate::invocation::{self, ConnectionSettings, OutputChoice, PrinterKind, Secret};
 
 /// See whether dispatch's readmission gate holds, why, and what waits because of it.
 #[derive(Debug, Parser)]
@@ -29,8 +29,21 @@ pub struct Cli {
     #[command(flatten)]
     pub scope: ScopeArgs,
 
+    /// Colour the verdicts: auto (on a terminal, unless NO_COLOR is set or TERM is dumb), always, never
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = ColorArg::Auto)]
+    pub color: ColorArg,
+
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum ColorArg {
+    #[default]
+    Auto,
+    Always,
+    Never,
 }
 
 #[derive(Debug, Subcommand)]
@@ -233,24 +246,131 @@ impl ScopeArgs {
 
 #[derive(Debug, Args, Clone)]
 pub struct GateOutputArgs {
-    /// Output format (prometheus: text exposition for node_exporter's textfile collector or a Pushgateway)
-    #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
-    pub output: Format,
+    /// Output format: table, wide, json, yaml, prometheus (text exposition for node_exporter's
+    /// textfile collector or a Pushgateway), name, jsonpath=TEMPLATE, jsonpath-file=FILE,
+    /// custom-columns=SPEC, custom-columns-file=FILE (the last five over the -o json document)
+    #[arg(short = 'o', long, value_name = "FORMAT", default_value = "table", hide_possible_values = true, value_parser = OutputParser { gate: true })]
+    pub output: OutputChoice,
 
     /// Print tables without their header row; only table rows reach stdout (the rest goes to stderr)
     #[arg(long)]
     pub no_headers: bool,
+
+    #[command(flatten)]
+    pub template: TemplateArgs,
+}
+
+/// kubectl's flag of its template printers.
+#[derive(Debug, Args, Clone)]
+pub struct TemplateArgs {
+    /// With -o jsonpath: print nothing for a field the document lacks (false: an error)
+    #[arg(long, value_name = "BOOL", default_value = "true", num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub allow_missing_template_keys: bool,
 }
 
 #[derive(Debug, Args, Clone)]
 pub struct OutputArgs {
-    /// Output format
-    #[arg(short = 'o', long, value_enum, default_value_t = ReportFormat::Table)]
-    pub output: ReportFormat,
+    /// Output format: table, wide, json, yaml, name, jsonpath=TEMPLATE, jsonpath-file=FILE,
+    /// custom-columns=SPEC, custom-columns-file=FILE (the last five over the -o json document)
+    #[arg(short = 'o', long, value_name = "FORMAT", default_value = "table", hide_possible_values = true, value_parser = OutputParser { gate: false })]
+    pub output: OutputChoice,
 
     /// Print tables without their header row
     #[arg(long)]
     pub no_headers: bool,
+
+    #[command(flatten)]
+    pub template: TemplateArgs,
+}
+
+/// kubectl's printers, by the words `-o` takes for them.
+const PRINTERS: &[(&str, PrinterKind)] = &[
+    ("name", PrinterKind::Name),
+    ("jsonpath", PrinterKind::JsonPath),
+    ("jsonpath-file", PrinterKind::JsonPathFile),
+    ("custom-columns", PrinterKind::CustomColumns),
+    ("custom-columns-file", PrinterKind::CustomColumnsFile),
+];
+
+const PRINTERS_HELP: &str =
+    "name, jsonpath=TEMPLATE, jsonpath-file=FILE, custom-columns=SPEC, custom-columns-file=FILE";
+
+/// clap's parser of `-o`: gate's formats (with prometheus), or those of lease, workload and
+/// doctor (the names of [`Format`] or [`ReportFormat`]), or a printer and its argument. Its
+/// possible values (for completion) are the formats and the printers' prefixes.
+#[derive(Debug, Clone, Copy)]
+pub struct OutputParser {
+    pub gate: bool,
+}
+
+impl OutputParser {
+    fn formats(self) -> Vec<(String, invocation::Format)> {
+        let named = |v: Option<clap::builder::PossibleValue>| v.map(|v| v.get_name().to_string());
+        if self.gate {
+            Format::value_variants().iter().filter_map(|f| Some((named(f.to_possible_value())?, (*f).into()))).collect()
+        } else {
+            ReportFormat::value_variants()
+                .iter()
+                .filter_map(|f| Some((named(f.to_possible_value())?, (*f).into())))
+                .collect()
+        }
+    }
+
+    /// `-o TEXT`: a plain format, or a printer (its argument after `=`, as kubectl splits it).
+    pub fn choice(self, text: &str) -> Result<OutputChoice, String> {
+        let formats = self.formats();
+        if let Some((_, f)) = formats.iter().find(|(n, _)| n == text) {
+            return Ok(OutputChoice { format: *f, printer: None });
+        }
+        let (name, arg) = text.split_once('=').unwrap_or((text, ""));
+        let kind = match PRINTERS.iter().find(|(n, _)| *n == name) {
+            Some((_, PrinterKind::Name)) if text.contains('=') => None,
+            Some((_, kind)) => Some(*kind),
+            None if matches!(name, "go-template" | "go-template-file" | "template" | "templatefile") => {
+                return Err("go-template is not supported: use jsonpath=TEMPLATE, or -o json and jq".into());
+            }
+            None => None,
+        };
+        let Some(kind) = kind else {
+            let plain: Vec<&str> = formats.iter().map(|(n, _)| n.as_str()).collect();
+            return Err(format!("possible values: {}, {PRINTERS_HELP}", plain.join(", ")));
+        };
+        if kind != PrinterKind::Name && !text.contains('=') {
+            return Err(format!("{name} needs a value: -o {name}=..."));
+        }
+        Ok(OutputChoice { format: invocation::Format::Json, printer: Some((kind, arg.to_string())) })
+    }
+}
+
+impl clap::builder::TypedValueParser for OutputParser {
+    type Value = OutputChoice;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<OutputChoice, clap::Error> {
+        let text = value.to_str().ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidUtf8).with_cmd(cmd))?;
+        self.choice(text).map_err(|why| {
+            let name = arg.map(|a| a.to_string()).unwrap_or_else(|| "--output".into());
+            clap::Error::raw(
+                clap::error::ErrorKind::InvalidValue,
+                format!("invalid value '{text}' for '{name}': {why}\n"),
+            )
+            .with_cmd(cmd)
+        })
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        let formats: Vec<clap::builder::PossibleValue> = if self.gate {
+            Format::value_variants().iter().filter_map(ValueEnum::to_possible_value).collect()
+        } else {
+            ReportFormat::value_variants().iter().filter_map(ValueEnum::to_possible_value).collect()
+        };
+        let printers = ["name", "jsonpath=", "jsonpath-file=", "custom-columns=", "custom-columns-file="];
+        Some(Box::new(formats.into_iter().chain(printers.into_iter().map(clap::builder::PossibleValue::new))))
+    }
 }
 
 /// Every output format; `gate` takes them all.
@@ -316,6 +436,14 @@ pub struct GateArgs {
     /// Also show Workloads at dispatch's check in Retry, Rejected, or Pending before quota
     #[arg(long)]
     pub all_states: bool,
+
+    /// Show only the Workloads with these labels (a label selector, as kubectl's -l; the server filters)
+    #[arg(short = 'l', long, value_name = "SELECTOR")]
+    pub selector: Option<String>,
+
+    /// Sort the waiting Workloads by this JSONPath over each one's -o json entry (e.g. .sinceSeconds, .name)
+    #[arg(long, value_name = "JSONPATH")]
+    pub sort_by: Option<String>,
 
     /// Judge the gate on every context of the kubeconfig, concurrently (one row per context)
     #[arg(long, conflicts_with_all = ["watch", "wait", "contexts"])]
@@ -446,5 +574,23 @@ impl WorkloadArgs {
             cluster_queues: Vec::new(),
             admission_check: self.admission_check.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_values() {
+        let gate = |s: &str| OutputParser { gate: true }.choice(s);
+        assert_eq!(gate("json").unwrap(), OutputChoice { format: invocation::Format::Json, printer: None });
+        assert_eq!(gate("prometheus").unwrap().format, invocation::Format::Prometheus);
+        let jp = gate("jsonpath={.a=b}").unwrap();
+        assert_eq!(jp.printer, Some((PrinterKind::JsonPath, "{.a=b}".to_string())));
+        assert!(OutputParser { gate: false }.choice("prometheus").is_err());
+        assert!(gate("jsonpath").is_err());
+        assert!(gate("name=x").is_err());
+        assert!(gate("go-template={{.}}").unwrap_err().contains("not supported"));
     }
 }

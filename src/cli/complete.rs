@@ -471,15 +471,30 @@ mod tests {
         assert_eq!(values(&complete(&["workload", "job-current-1", ""])), [":4"]);
         assert_eq!(
             values(&complete(&["workload", "--admission-check", "x", "-o", ""])),
-            ["table", "wide", "json", "yaml", ":4"]
+            [
+                "table",
+                "wide",
+                "json",
+                "yaml",
+                "name",
+                "jsonpath=",
+                "jsonpath-file=",
+                "custom-columns=",
+                "custom-columns-file=",
+                ":4"
+            ]
         );
         assert_eq!(values(&complete(&["gate", ""])), [":4"], "gate takes no names");
     }
 
     #[test]
     fn enums_files_and_flags() {
-        assert_eq!(values(&complete(&["gate", "-o", ""])), ["table", "wide", "json", "yaml", "prometheus", ":4"]);
-        assert_eq!(values(&complete(&["lease", "-o", ""])), ["table", "wide", "json", "yaml", ":4"]);
+        let printers = ["name", "jsonpath=", "jsonpath-file=", "custom-columns=", "custom-columns-file="];
+        let gate: Vec<&str> =
+            ["table", "wide", "json", "yaml", "prometheus"].into_iter().chain(printers).chain([":4"]).collect();
+        assert_eq!(values(&complete(&["gate", "-o", ""])), gate);
+        let lease: Vec<&str> = ["table", "wide", "json", "yaml"].into_iter().chain(printers).chain([":4"]).collect();
+        assert_eq!(values(&complete(&["lease", "-o", ""])), lease);
         assert_eq!(values(&complete(&["gate", "--kubeconfig", ""])), [":0"]);
         assert_eq!(values(&complete(&["completion", ""])), ["bash", "zsh", "fish", "powershell", ":4"]);
         let flags = complete(&["gate", "--cl"]);

@@ -8,7 +8,7 @@ pub mod resolve;
 
 use std::io;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 use crate::error::Error;
 use crate::exit::Exit;
@@ -26,10 +26,11 @@ pub enum Parsed {
     Invalid(Error),
 }
 
-/// Parses this process's arguments, and prints what needs no cluster: help, version, usage
-/// errors in kubectl's shape, completion scripts.
-pub fn parse() -> Parsed {
-    let cli = match args::Cli::try_parse() {
+/// Parses this process's arguments, and prints what needs no cluster: help, version (`version`,
+/// which the binary names), usage errors in kubectl's shape, completion scripts.
+pub fn parse(version: &'static str) -> Parsed {
+    let matches = args::Cli::command().version(version).try_get_matches();
+    let cli = match matches.and_then(|m| args::Cli::from_arg_matches(&m)) {
         Ok(cli) => cli,
         Err(e) => return Parsed::Done(usage(e)),
     };

@@ -7,21 +7,37 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::args::{Cli, Command, Format, GateOutputArgs, GateTargetArgs, LeaseTargetArgs, OutputArgs, ScopeArgs};
+use super::args::{
+    Cli, ColorArg, Command, GateArgs, GateOutputArgs, GateTargetArgs, LeaseTargetArgs, OutputArgs, ScopeArgs,
+    TemplateArgs,
+};
 use crate::core::gate::GateSettings;
 use crate::core::lease::LeaseRef;
 use crate::error::{Error, first_line};
-use crate::invocation::{Fleet, GateLive, Invocation, LeaseWatch, Output, Verb};
+use crate::invocation::{
+    ColorWhen, Fleet, Format, GateLive, Invocation, LeaseWatch, Output, OutputChoice, PrinterKind, PrinterSpec, Verb,
+    WorkloadView,
+};
 
 impl From<&GateOutputArgs> for Output {
     fn from(o: &GateOutputArgs) -> Self {
-        Output { format: o.output.into(), no_headers: o.no_headers }
+        Output { format: o.output.format, no_headers: o.no_headers }
     }
 }
 
 impl From<&OutputArgs> for Output {
     fn from(o: &OutputArgs) -> Self {
-        Output { format: o.output.into(), no_headers: o.no_headers }
+        Output { format: o.output.format, no_headers: o.no_headers }
+    }
+}
+
+impl From<ColorArg> for ColorWhen {
+    fn from(c: ColorArg) -> ColorWhen {
+        match c {
+            ColorArg::Auto => ColorWhen::Auto,
+            ColorArg::Always => ColorWhen::Always,
+            ColorArg::Never => ColorWhen::Never,
+        }
     }
 }
 
@@ -59,7 +75,7 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
         _ => ScopeArgs::default(),
     };
     if let Command::Gate(args) = &cli.command
-        && args.output.output == Format::Prometheus
+        && args.output.output.format == Format::Prometheus
         && (args.watch || args.wait)
     {
         return Err(Error::Usage(
@@ -85,6 +101,16 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
         _ => None,
     };
     let resolved = connection.settings(scope.namespace.clone());
+    let printer = printer(&cli.command)?;
+    if fleet.is_some() && printer.is_some() {
+        return Err(Error::Usage(
+            "-o name, jsonpath and custom-columns print one context's document: give --context once".into(),
+        ));
+    }
+    let view = match &cli.command {
+        Command::Gate(args) => workload_view(args)?,
+        _ => WorkloadView::default(),
+    };
     let verb = match cli.command {
         Command::Gate(args) if fleet.is_some() => Verb::Fleet {
             contexts: fleet.unwrap_or(Fleet::All),
@@ -93,6 +119,7 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
             all_states: args.all_states,
             all_namespaces: scope.all_namespaces,
             max_concurrency: usize::from(args.max_concurrency),
+            view,
         },
         Command::Gate(args) => Verb::Gate {
             settings: gate_settings(&args.target)?,
@@ -102,6 +129,7 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
             live: (args.watch || args.wait)
                 .then(|| Ok::<_, Error>(GateLive { wait: args.wait, timeout: wait_timeout(args.timeout.as_deref())? }))
                 .transpose()?,
+            view,
         },
         Command::Lease(args) => Verb::Lease {
             lease: lease_ref(&args.target, &read_target_config(&args.target)?)?,
@@ -131,7 +159,51 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
         // Needs no cluster: main prints the script before resolving anything.
         Command::Completion(_) => return Err(Error::Usage("completion is not a cluster command".into())),
     };
-    Ok(Invocation { connection: resolved, timeout, verb })
+    Ok(Invocation { connection: resolved, timeout, verb, printer, color: cli.color.into() })
+}
+
+/// The printer `-o` names, its file read and its template checked (a bad one is a usage error,
+/// as kubectl's, before anything connects).
+fn printer(command: &Command) -> Result<Option<PrinterSpec>, Error> {
+    let (choice, no_headers, template_flags): (&OutputChoice, bool, &TemplateArgs) = match command {
+        Command::Gate(a) => (&a.output.output, a.output.no_headers, &a.output.template),
+        Command::Lease(a) => (&a.output.output, a.output.no_headers, &a.output.template),
+        Command::Workload(a) => (&a.output.output, a.output.no_headers, &a.output.template),
+        Command::Doctor(a) => (&a.output.output, a.output.no_headers, &a.output.template),
+        Command::Completion(_) => return Ok(None),
+    };
+    let Some((kind, arg)) = &choice.printer else { return Ok(None) };
+    if matches!(command, Command::Doctor(_)) && *kind == PrinterKind::Name {
+        return Err(Error::Usage("doctor names no objects: -o name is for gate, lease and workload".into()));
+    }
+    let template = match kind {
+        PrinterKind::JsonPathFile | PrinterKind::CustomColumnsFile => {
+            std::fs::read_to_string(arg).map_err(|e| Error::Usage(format!("error reading template {arg}, {e}")))?
+        }
+        _ => arg.clone(),
+    };
+    let spec = PrinterSpec {
+        kind: *kind,
+        template,
+        allow_missing_keys: template_flags.allow_missing_template_keys,
+        no_headers,
+    };
+    crate::render::printer::Printer::new(&spec).map_err(Error::Usage)?;
+    Ok(Some(spec))
+}
+
+/// gate's `-l` and `--sort-by`, the JSONPath made whole and checked.
+fn workload_view(args: &GateArgs) -> Result<WorkloadView, Error> {
+    let sort_by = match &args.sort_by {
+        None => None,
+        Some(path) => {
+            let expr = crate::render::jsonpath::relaxed(path).map_err(Error::Usage)?;
+            crate::render::jsonpath::Template::parse(&expr)
+                .map_err(|e| Error::Usage(format!("error parsing jsonpath {expr}, {e}")))?;
+            Some(expr)
+        }
+    };
+    Ok(WorkloadView { selector: args.selector.clone(), sort_by })
 }
 
 /// The adapter's config, as far as it names dispatch's objects. Unknown keys are ignored.
@@ -358,6 +430,32 @@ mod tests {
         assert!(resolve_words(&["gate", "--wait", "--timeout", "5s"]).is_ok());
         assert!(resolve_words(&["gate", "--watch", "--timeout", "5s"]).is_ok());
         assert!(resolve_words(&["lease", "--lease", "a/b", "-o", "wide"]).is_ok());
+    }
+
+    #[test]
+    fn printers_selectors_and_colour_resolve_to_plain_settings() {
+        let inv = resolve_words(&["gate", "-o", "jsonpath={.verdict}", "--color=always"]).unwrap();
+        let spec = inv.printer.expect("a printer");
+        assert_eq!((spec.kind, spec.template.as_str()), (PrinterKind::JsonPath, "{.verdict}"));
+        assert!(spec.allow_missing_keys);
+        assert_eq!(inv.color, ColorWhen::Always);
+        let inv = resolve_words(&["gate", "-l", "team=ml", "--sort-by", ".name"]).unwrap();
+        let Verb::Gate { view, .. } = inv.verb else { panic!("gate") };
+        assert_eq!(view, WorkloadView { selector: Some("team=ml".into()), sort_by: Some("{.name}".into()) });
+        let inv =
+            resolve_words(&["lease", "-o", "custom-columns=A:.a", "--allow-missing-template-keys=false"]).unwrap();
+        assert!(!inv.printer.unwrap().allow_missing_keys);
+        for (words, says) in [
+            (&["gate", "-o", "jsonpath={.a["][..], "error parsing jsonpath {.a[, unterminated array"),
+            (&["gate", "-o", "custom-columns=NAME"], "unexpected custom-columns spec: NAME"),
+            (&["gate", "--sort-by", "{.a}{.b}"], "unexpected path string"),
+            (&["doctor", "-o", "name"], "doctor names no objects"),
+            (&["gate", "--context", "a", "--context", "b", "-o", "name"], "give --context once"),
+            (&["gate", "-o", "jsonpath-file=/nonexistent/template"], "error reading template /nonexistent/template"),
+        ] {
+            let e = resolve_words(words).unwrap_err();
+            assert!(e.contains(says), "{words:?}: {e}");
+        }
     }
 
     #[test]

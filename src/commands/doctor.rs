@@ -93,6 +93,8 @@ pub async fn run(conn: &Connection, opts: &DoctorOptions<'_>, deps: &mut Deps<'_
         } else {
             let _ = writeln!(deps.err, "Nothing to grant: every read is allowed.");
         }
+    } else if let Some(printer) = deps.printer {
+        printer.print(&run.document(), deps.out)?;
     } else {
         crate::render::doctor::render(&run, opts.output, deps.style, deps.out, deps.err)?;
     }
@@ -117,7 +119,7 @@ async fn kueue_reads(conn: &Connection, kueue: &Kueue, namespace: Option<&str>, 
         fetch::cluster_queues(conn, kueue, log),
         fetch::admission_checks(conn, kueue, log),
         fetch::local_queues(conn, kueue, namespace, log),
-        fetch::waiting(conn, kueue, namespace, nothing, log),
+        fetch::waiting(conn, kueue, namespace, None, nothing, log),
     )?;
     Ok(())
 }

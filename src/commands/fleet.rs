@@ -36,6 +36,10 @@ pub struct FleetOptions<'a> {
     pub timeout: Option<Duration>,
     /// Contexts judged at once (at least 1).
     pub max_concurrency: usize,
+    /// `-l` on the Workloads of each context.
+    pub selector: Option<&'a str>,
+    /// `--sort-by` on the waiting Workloads of each context.
+    pub sort_by: Option<&'a crate::render::jsonpath::Template>,
 }
 
 pub fn run(opts: &FleetOptions<'_>, deps: &mut Deps<'_>) -> Result<Exit, Error> {
@@ -116,6 +120,8 @@ async fn judge_one(
         output: opts.output,
         all_states: opts.all_states,
         all_namespaces: opts.all_namespaces,
+        selector: opts.selector,
+        sort_by: opts.sort_by,
     };
     let now = clock.now();
     let collected = gate::collect(&conn, &gate_opts, log).await.map_err(|e| e.to_string())?;

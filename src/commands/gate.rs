@@ -15,6 +15,7 @@ use crate::exit::Exit;
 use crate::invocation::Format;
 use crate::invocation::Output;
 use crate::log::Log;
+use crate::render::jsonpath::Template;
 use crate::render::prometheus::Context;
 use crate::report::GateRun;
 
@@ -25,6 +26,10 @@ pub struct GateOptions<'a> {
     pub output: Output,
     pub all_states: bool,
     pub all_namespaces: bool,
+    /// `-l`: a label selector on the Workloads, passed to the server.
+    pub selector: Option<&'a str>,
+    /// `--sort-by` on the waiting Workloads.
+    pub sort_by: Option<&'a Template>,
 }
 
 /// The facts of one run, as read.
@@ -88,7 +93,7 @@ async fn kueue_reads(conn: &Connection, kueue: &Kueue, opts: &GateOptions<'_>, l
     };
     let (cqs, (acs, scope, waiting), lqs) = futures::try_join!(
         fetch::cluster_queues(conn, kueue, log),
-        fetch::waiting(conn, kueue, namespace, scoped, log),
+        fetch::waiting(conn, kueue, namespace, opts.selector, scoped, log),
         fetch::local_queues(conn, kueue, namespace, log),
     )?;
     let local_queues = lqs.found().cloned().unwrap_or_default();
@@ -111,7 +116,32 @@ pub fn judge(
     let warnings = warnings(read_with, report.lease.facts.as_ref(), forbidden, now);
     let namespace = (!opts.all_namespaces).then(|| namespace.to_string());
     let kueue_lease = collected.kueue_lease.map(|f| kueue_lease::assess(&opts.settings.kueue_lease, &f, now));
-    GateRun { report, waiting: collected.waiting, namespace, warnings, now, kueue_lease }
+    let waiting = collected.waiting.map(|w| sort_waiting(w, opts.sort_by, now));
+    GateRun { report, waiting, namespace, warnings, now, kueue_lease }
+}
+
+/// `--sort-by`: the waiting Workloads ordered by what the JSONPath finds in each one's `-o
+/// json` entry, as `kubectl get --sort-by` orders objects (numbers by value, text byte by byte,
+/// an entry where it finds nothing first); stable, so equal keys keep their order.
+pub fn sort_waiting(
+    mut rows: Vec<waiting::Waiting>,
+    sort_by: Option<&Template>,
+    now: k8s_openapi::jiff::Timestamp,
+) -> Vec<waiting::Waiting> {
+    let Some(template) = sort_by else { return rows };
+    let mut keyed: Vec<(Option<serde_json::Value>, waiting::Waiting)> = rows
+        .drain(..)
+        .map(|w| {
+            let doc = serde_json::to_value(crate::report::waiting_doc(&w, now)).unwrap_or_default();
+            let key = template
+                .find(&doc, true)
+                .ok()
+                .and_then(|found| found.into_iter().flatten().next().and_then(|f| f.value()));
+            (key, w)
+        })
+        .collect();
+    keyed.sort_by(|(a, _), (b, _)| crate::render::jsonpath::sort_order(a.as_ref(), b.as_ref()));
+    keyed.into_iter().map(|(_, w)| w).collect()
 }
 
 /// The gate's warnings at `now`, from what was read beside the facts (why Kueue was read at
@@ -142,7 +172,9 @@ pub async fn run(conn: &Connection, opts: &GateOptions<'_>, deps: &mut Deps<'_>)
     for w in &run.warnings {
         let _ = writeln!(deps.err, "Warning: {}", crate::text::sanitize::escape(w));
     }
-    if opts.output.format == Format::Prometheus {
+    if let Some(printer) = deps.printer {
+        printer.print(&run.document(), deps.out)?;
+    } else if opts.output.format == Format::Prometheus {
         let name = conn.context.as_deref().unwrap_or_default();
         crate::render::prometheus::render(&[Context { name, outcome: Ok(&run) }], deps.out)?;
     } else {

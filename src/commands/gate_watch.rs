@@ -54,7 +54,8 @@ pub async fn run(
     if let Some(w) = &served.warning {
         let _ = writeln!(deps.err, "Warning: {}", crate::text::sanitize::escape(w));
     }
-    let streams = streams::streams(conn, &served.kueue, opts.settings, opts.all_states, namespace.as_deref());
+    let streams =
+        streams::streams(conn, &served.kueue, opts.settings, opts.all_states, namespace.as_deref(), opts.selector);
     super::live::ended(follow(streams, opts, live, namespace, super::shutdown(), deps).await)
 }
 
@@ -127,7 +128,7 @@ async fn follow(
                     && let Some((at, _)) = last
                 {
                     let run = run_at(&state, opts, namespace.as_deref(), at);
-                    crate::render::gate::render_to(&run, opts.output, deps.style, deps.out, deps.err)?;
+                    render_once(&run, opts, deps)?;
                 }
                 return Ok(if live.wait { exit } else { Exit::Yes });
             }
@@ -165,7 +166,7 @@ async fn follow(
         if live.wait {
             if verdict == Verdict::Yes {
                 let run = run_at(&state, opts, namespace.as_deref(), now);
-                crate::render::gate::render_to(&run, opts.output, deps.style, deps.out, deps.err)?;
+                render_once(&run, opts, deps)?;
                 return Ok(Exit::Yes);
             }
             continue;
@@ -206,7 +207,20 @@ fn stamp(now: Timestamp) -> String {
     now.strftime("%H:%M:%SZ").to_string()
 }
 
+/// `--wait`'s one print: the printer of `-o jsonpath=...` and the like, else the format's.
+fn render_once(run: &GateRun, opts: &GateOptions<'_>, deps: &mut Deps<'_>) -> Result<(), Error> {
+    match deps.printer {
+        Some(printer) => printer.print(&run.document(), deps.out),
+        None => Ok(crate::render::gate::render_to(run, opts.output, deps.style, deps.out, deps.err)?),
+    }
+}
+
 fn print_chains(run: &GateRun, opts: &GateOptions<'_>, docs: usize, deps: &mut Deps<'_>) -> Result<(), Error> {
+    if let Some(printer) = deps.printer {
+        printer.print(&run.document(), deps.out)?;
+        deps.out.flush()?;
+        return Ok(());
+    }
     match opts.output.format {
         Format::Json => crate::render::structured::json_line(deps.out, &run.document())?,
         Format::Yaml => crate::render::structured::yaml_document(deps.out, &run.document(), docs)?,
@@ -394,13 +408,16 @@ mod tests {
         let clock = TokioClock { start: Instant::now() };
         let (mut out, mut err) = (Shared::default(), Shared::default());
         let log = crate::log::Log::silent();
-        let mut deps = Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Default::default() };
+        let mut deps =
+            Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Default::default(), printer: None };
         let settings = GateSettings::default();
         let opts = GateOptions {
             settings: &settings,
             output: crate::invocation::Output { format, no_headers: false },
             all_states: false,
             all_namespaces: false,
+            selector: None,
+            sort_by: None,
         };
         let started = Instant::now();
         let stop = tokio::time::sleep(Duration::from_secs(stop_after));

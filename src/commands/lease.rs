@@ -32,6 +32,9 @@ pub async fn run(conn: &Connection, lease_ref: &LeaseRef, output: Output, deps: 
     for w in &run.warnings {
         let _ = writeln!(deps.err, "Warning: {}", crate::text::sanitize::escape(w));
     }
-    crate::render::lease::render(&run, output, deps.out).map_err(crate::error::Error::from)?;
+    match deps.printer {
+        Some(printer) => printer.print(&run.document(), deps.out)?,
+        None => crate::render::lease::render(&run, output, deps.out).map_err(crate::error::Error::from)?,
+    }
     Ok(Exit::from(run.assessment.state.verdict()))
 }

@@ -158,7 +158,15 @@ pub async fn follow<K: Stream<Item = KueueLeaseUpdate>>(
         };
         let now = deps.clock.now();
         for change in tracker.observe(observation, now) {
-            view.change(&change, &tracker, manager.assess(now).as_ref(), deps.out)?;
+            match deps.printer {
+                // `-o jsonpath=...` and the like: each change's `-o json` document.
+                Some(printer) => {
+                    view.clear(deps.out)?;
+                    printer.print(&change_doc(&change, manager.assess(now).as_ref()), deps.out)?;
+                    deps.out.flush()?;
+                }
+                None => view.change(&change, &tracker, manager.assess(now).as_ref(), deps.out)?,
+            }
         }
         // Kueue's line said before dispatch's first row, under it.
         if let Some((a, at)) = view.held.take() {
@@ -392,7 +400,8 @@ mod tests {
         let clock = TokioClock { base: base(), start: Instant::now() };
         let (mut out, mut err) = (Shared::default(), Shared::default());
         let log = Log::silent();
-        let mut deps = Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Default::default() };
+        let mut deps =
+            Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Default::default(), printer: None };
         let output = Output { format: Format::Table, no_headers: false };
         let started = Instant::now();
         let stop = tokio::time::sleep(Duration::from_secs(stop_after));
@@ -506,7 +515,8 @@ mod tests {
         let clock = TokioClock { base: base(), start: Instant::now() };
         let (mut out, mut err) = (Shared::default(), Shared::default());
         let log = Log::silent();
-        let mut deps = Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Default::default() };
+        let mut deps =
+            Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Default::default(), printer: None };
         let output = Output { format: Format::Table, no_headers: false };
         let stop = tokio::time::sleep(Duration::from_secs(600));
         let e =
@@ -578,7 +588,8 @@ mod tests {
         let clock = TokioClock { base: base(), start: Instant::now() };
         let (mut out, mut err) = (Shared::default(), Shared::default());
         let log = Log::silent();
-        let mut deps = Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Default::default() };
+        let mut deps =
+            Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Default::default(), printer: None };
         let output = Output { format: Format::Yaml, no_headers: false };
         let stop = tokio::time::sleep(Duration::from_secs(5));
         let items = script(vec![(0, renewed("a", 0)), (2, renewed("a", 2))]);
@@ -613,7 +624,8 @@ mod tests {
         let clock = TokioClock { base: base(), start: Instant::now() };
         let (mut out, mut err) = (Shared::default(), Shared::default());
         let log = Log::silent();
-        let mut deps = Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Default::default() };
+        let mut deps =
+            Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Default::default(), printer: None };
         let stop = tokio::time::sleep(Duration::from_secs(stop_after));
         let dispatch: Vec<(u64, LeaseUpdate)> =
             std::iter::once((0, up())).chain((0..=until).step_by(2).map(|t| (t, renewed("a", t as i64)))).collect();
@@ -715,7 +727,8 @@ mod tests {
         let clock = TokioClock { base: base(), start: Instant::now() };
         let (mut out, mut err) = (Shared::default(), Shared::default());
         let log = Log::silent();
-        let mut deps = Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Default::default() };
+        let mut deps =
+            Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Default::default(), printer: None };
         let refused = LeaseUpdate::Link(LinkEvent::Refused(Refusal::Unauthorized { server: "https://k".into() }));
         let down = down("the API server refuses connections (connection refused)");
         let never =

@@ -21,6 +21,8 @@ pub struct Deps<'a> {
     pub err: &'a mut dyn Write,
     pub log: &'a Log,
     pub style: crate::render::Style,
+    /// `-o name|jsonpath=...|custom-columns=...`, in place of the format's renderer.
+    pub printer: Option<&'a crate::render::printer::Printer>,
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

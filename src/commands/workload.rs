@@ -101,6 +101,9 @@ pub async fn run(
     }
     let through = explanation.stage.is_through();
     let run = WorkloadRun { explanation, warnings, now };
-    crate::render::workload::render(&run, output, deps.style, deps.out, deps.err)?;
+    match deps.printer {
+        Some(printer) => printer.print(&run.document(), deps.out)?,
+        None => crate::render::workload::render(&run, output, deps.style, deps.out, deps.err)?,
+    }
     Ok(if through { Exit::Yes } else { Exit::No })
 }

@@ -1,16 +1,21 @@
 //! Renderers: a finished report and any writer in, text out. No fetching, no clock.
 
+pub mod columns;
 pub mod doctor;
 pub mod fleet;
 pub mod gate;
+pub mod jsonpath;
 pub mod lease;
+pub mod printer;
 pub mod prometheus;
 pub mod structured;
 pub mod table;
 pub mod watch;
 pub mod workload;
 
-/// Whether to colour the verdict: only on a terminal, and never with NO_COLOR set.
+use crate::invocation::ColorWhen;
+
+/// Whether to colour the verdict (`--color`), and whether stdout is a terminal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Style {
     pub color: bool,
@@ -19,11 +24,13 @@ pub struct Style {
 }
 
 impl Style {
-    pub fn detect() -> Style {
+    /// `--color`: always, never, or (auto) on a terminal, without NO_COLOR, with a TERM that is
+    /// not `dumb`.
+    pub fn for_color(when: ColorWhen) -> Style {
         use std::io::IsTerminal;
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         let tty = std::io::stdout().is_terminal();
-        Style { color: !no_color && tty, live: tty }
+        let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+        Style { color: color(when, tty, env("NO_COLOR").is_some(), env("TERM").as_deref()), live: tty }
     }
 
     /// Paints a verdict or status word: green when good, red when bad, yellow when unknown.
@@ -39,5 +46,32 @@ impl Style {
             Verdict::Unknown => SGR_YELLOW,
         };
         format!("{colour}{word}{SGR_RESET}")
+    }
+}
+
+/// Whether `--color=WHEN` colours, on a terminal or not, with `NO_COLOR` set or not, and `TERM`.
+pub fn color(when: ColorWhen, tty: bool, no_color: bool, term: Option<&std::ffi::OsStr>) -> bool {
+    match when {
+        ColorWhen::Always => true,
+        ColorWhen::Never => false,
+        ColorWhen::Auto => tty && !no_color && term.is_none_or(|t| t != "dumb"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn color_auto_needs_a_terminal_no_no_color_and_a_term_that_is_not_dumb() {
+        let dumb = std::ffi::OsStr::new("dumb");
+        let xterm = std::ffi::OsStr::new("xterm");
+        assert!(color(ColorWhen::Auto, true, false, Some(xterm)));
+        assert!(color(ColorWhen::Auto, true, false, None));
+        assert!(!color(ColorWhen::Auto, false, false, Some(xterm)));
+        assert!(!color(ColorWhen::Auto, true, true, Some(xterm)));
+        assert!(!color(ColorWhen::Auto, true, false, Some(dumb)));
+        assert!(color(ColorWhen::Always, false, true, Some(dumb)));
+        assert!(!color(ColorWhen::Never, true, false, Some(xterm)));
     }
 }

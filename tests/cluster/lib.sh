@@ -19,6 +19,10 @@
 # The hostile server (`testcluster hostile`, plain HTTP answers no kube-apiserver gives, and a log
 # of the headers it received) is one too, hostile/, standard library only; tc_ensure_hostile_built
 # builds it as testhostile-<hash of hostile/go.mod, go.sum and *.go> and exports TESTCLUSTER_HOSTILE.
+# The printer checker (`testcluster printcheck`, kubectl's own jsonpath and custom-columns
+# printers on a JSON document: the oracle of the plugin's -o jsonpath and -o custom-columns) is
+# one too, printcheck/; tc_ensure_printcheck_built builds it as printcheck-<hash> and exports
+# TESTCLUSTER_PRINTCHECK.
 set -euo pipefail
 
 tc_module_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
@@ -192,6 +196,27 @@ tc_ensure_hostile_built() {
 		if [[ ! -x $TESTCLUSTER_HOSTILE ]]; then
 			tc_build_in "$dir" "$TESTCLUSTER_HOSTILE" "hostile test server (standard library)" .
 			tc_prune "$cache" testhostile
+		fi
+		exec {lockfd}>&-
+	fi
+}
+
+# The printer checker alone, like the metrics checker: client-go's util/jsonpath and kubectl's
+# custom-columns printer, no kube-apiserver or etcd needed, a lock of its own.
+tc_ensure_printcheck_built() {
+	local cache hash lockfd dir=$tc_module_dir/printcheck
+	tc_find_go
+	cache=$(tc_cache_dir)
+	hash=$(cd "$dir" && cat go.mod go.sum ./*.go | sha256sum | cut -c 1-12)
+	TESTCLUSTER_PRINTCHECK=$cache/printcheck-$hash
+	export TESTCLUSTER_GO TESTCLUSTER_PRINTCHECK
+	if [[ ! -x $TESTCLUSTER_PRINTCHECK ]]; then
+		mkdir -p "$cache"
+		exec {lockfd}>"$cache/.build-printcheck.lock"
+		flock "$lockfd"
+		if [[ ! -x $TESTCLUSTER_PRINTCHECK ]]; then
+			tc_build_in "$dir" "$TESTCLUSTER_PRINTCHECK" "printer checker (client-go util/jsonpath, kubectl custom-columns)" .
+			tc_prune "$cache" printcheck
 		fi
 		exec {lockfd}>&-
 	fi

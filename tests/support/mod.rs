@@ -13,6 +13,7 @@ pub mod forward;
 pub mod hostile;
 pub mod kueue;
 pub mod pods;
+pub mod printcheck;
 pub mod proxy;
 pub mod shapes;
 pub mod watch;

@@ -519,11 +519,16 @@ pub async fn waiting<T>(
     conn: &Connection,
     kueue: &Kueue,
     namespace: Option<&str>,
+    labels: Option<&str>,
     scoped: impl Future<Output = Result<(T, WaitingScope), Error>>,
     log: &Log,
 ) -> Result<(T, WaitingScope, Fetched<Vec<Waiting>>), Error> {
     let api: Api<wire::WireWorkload> = namespaced_or_all(conn, namespace, &kueue.resource("Workload", "workloads"));
     let mut pager = Pager::new(api, "Workloads", kueue, conn, log);
+    if let Some(labels) = labels {
+        // The server filters (`labelSelector=`), as `kubectl get -l` asks it to.
+        pager.next = Some(ListParams::default().limit(PAGE).labels(labels));
+    }
     let ((extra, scope), mut page) = futures::try_join!(scoped, pager.next())?;
     let mut out = Vec::new();
     while let Some(Page { items, restarted }) = page {

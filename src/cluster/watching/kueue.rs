@@ -48,6 +48,7 @@ pub const STREAMS: usize = 6;
 /// Watches one Kueue resource and reduces each object with `convert`.
 fn kueue_watch<K, T>(
     api: Api<K>,
+    labels: Option<String>,
     stream: usize,
     (forbidden, who): (WhenForbidden<K>, Followed),
     convert: impl Fn(&K) -> (Key, T) + Send + 'static,
@@ -58,7 +59,7 @@ where
     T: Send + 'static,
 {
     let rule = who.rule.clone();
-    reflector::follow(api, None, forbidden, who)
+    reflector::follow(api, None, labels, forbidden, who)
         .map(move |signal| {
             let change = match signal {
                 Signal::Seen(Seen::List) => ListChange::Init,
@@ -106,13 +107,14 @@ fn lease_watch(conn: &Connection, lease: &LeaseRef, stream: usize, kueue: bool) 
 
 /// Every stream the gate follows, merged by the caller: the ClusterQueues (0), AdmissionChecks
 /// (1), Workloads (2) and LocalQueues (3) at `kueue`'s version, in `namespace` or all, then
-/// dispatch's Lease (4) and Kueue's manager's (5).
+/// dispatch's Lease (4) and Kueue's manager's (5). `selector` (`-l`) narrows the Workloads.
 pub fn streams(
     conn: &Connection,
     kueue: &Kueue,
     settings: &GateSettings,
     all_states: bool,
     namespace: Option<&str>,
+    selector: Option<&str>,
 ) -> Vec<BoxStream<'static, Update>> {
     let client = conn.client.clone();
     let cqs: Api<wire::WireClusterQueue> =
@@ -141,6 +143,7 @@ pub fn streams(
     vec![
         kueue_watch(
             cqs,
+            None,
             0,
             (WhenForbidden::End, who("list and watch clusterqueues.kueue.x-k8s.io (cluster-wide)".into())),
             |o| (key(o), wire::cluster_queue(o)),
@@ -148,6 +151,7 @@ pub fn streams(
         ),
         kueue_watch(
             acs,
+            None,
             1,
             (WhenForbidden::End, who("list and watch admissionchecks.kueue.x-k8s.io (cluster-wide)".into())),
             |o| (key(o), wire::admission_check(o)),
@@ -155,6 +159,8 @@ pub fn streams(
         ),
         kueue_watch(
             wls,
+            // `-l`: the server filters the Workloads.
+            selector.map(str::to_string),
             2,
             (WhenForbidden::Retry, who(format!("list and watch workloads.kueue.x-k8s.io {scope}"))),
             // Reduced to the entries at any check that might be dispatch's; which checks are
@@ -172,6 +178,7 @@ pub fn streams(
         ),
         kueue_watch(
             lqs,
+            None,
             3,
             (WhenForbidden::Retry, who(format!("list and watch localqueues.kueue.x-k8s.io {scope}"))),
             |o| (key(o), wire::local_queue(o)),

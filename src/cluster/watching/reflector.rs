@@ -123,11 +123,13 @@ pub struct Followed {
     pub server_clock: ServerClock,
 }
 
-/// Follows `api` (optionally narrowed by a field selector) until the stream is dropped, or
-/// until the server refuses it for good ([`LinkEvent::Refused`], the last signal).
+/// Follows `api` (optionally narrowed by a field selector, and by a label selector: `-l`, the
+/// server filters) until the stream is dropped, or until the server refuses it for good
+/// ([`LinkEvent::Refused`], the last signal).
 pub fn follow<K>(
     api: Api<K>,
     fields: Option<String>,
+    labels: Option<String>,
     forbidden: WhenForbidden<K>,
     who: Followed,
 ) -> impl Stream<Item = Signal<K>> + Send + 'static
@@ -140,7 +142,7 @@ where
         let answered = AtomicBool::new(false);
         let refreshed = AtomicBool::new(false);
         let not_found = AtomicU32::new(0);
-        let _ = Reflector { api, fields, forbidden, who, tx, answered, refreshed, not_found }.run().await;
+        let _ = Reflector { api, fields, labels, forbidden, who, tx, answered, refreshed, not_found }.run().await;
     });
     rx
 }
@@ -148,6 +150,7 @@ where
 struct Reflector<K> {
     api: Api<K>,
     fields: Option<String>,
+    labels: Option<String>,
     forbidden: WhenForbidden<K>,
     who: Followed,
     tx: UnboundedSender<Signal<K>>,
@@ -269,6 +272,7 @@ where
             };
             let params = WatchParams {
                 field_selector: self.fields.clone(),
+                label_selector: self.labels.clone(),
                 timeout: Some(WATCH_SECONDS),
                 bookmarks: true,
                 ..WatchParams::default()
@@ -352,6 +356,7 @@ where
         'again: loop {
             let mut params = ListParams::default().limit(PAGE);
             params.field_selector = self.fields.clone();
+            params.label_selector = self.labels.clone();
             let mut first = true;
             loop {
                 match self.api.list(&params).await {
@@ -461,7 +466,7 @@ pub fn lease(conn: &Connection, lease: &LeaseRef) -> impl Stream<Item = LeaseUpd
     let who =
         Followed { server: conn.server.clone(), rule: forbidden_rule.clone(), server_clock: conn.server_clock.clone() };
     let mut pending: Option<WireLease> = None;
-    follow(api, Some(fields), poll, who).filter_map(move |signal| {
+    follow(api, Some(fields), None, poll, who).filter_map(move |signal| {
         let update = match signal {
             Signal::Seen(Seen::List) => {
                 pending = None;

@@ -1,0 +1,172 @@
+//! `-o custom-columns=SPEC` and `-o custom-columns-file=FILE`, as kubectl's
+//! `CustomColumnsPrinter` prints them: a header row, then one row per document; each cell is
+//! what the column's JSONPath finds (every value, comma-separated, `<none>` when nothing), the
+//! columns aligned as kubectl's tab writer aligns them (at least 6 wide, 3 spaces of padding,
+//! widths remembered from one row to the next in a watch). A cell is terminal text: each value
+//! goes through the one sanitizer ([`crate::text::sanitize::escape`]), as the tables' cells do,
+//! where kubectl's `EscapeTerminal` rewrites only ESC and CR (so a newline or a tab inside a
+//! value is `\n` or `\t` here, and does not break the table as it does in kubectl).
+
+use serde_json::Value;
+
+use super::jsonpath::{Template, relaxed};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Columns {
+    pub columns: Vec<(String, Template)>,
+}
+
+const MIN_WIDTH: usize = 6;
+const PADDING: usize = 3;
+
+impl Columns {
+    /// `NAME:.path,OTHER:.path` (kubectl's NewCustomColumnsPrinterFromSpec).
+    pub fn from_spec(spec: &str) -> Result<Columns, String> {
+        if spec.is_empty() {
+            return Err("custom-columns format specified but no custom columns given".into());
+        }
+        let mut columns = Vec::new();
+        for part in spec.split(',') {
+            let Some((header, path)) = part.split_once(':') else {
+                return Err(format!("unexpected custom-columns spec: {part}, expected <header>:<json-path-expr>"));
+            };
+            columns.push((header.to_string(), column(path)?));
+        }
+        Ok(Columns { columns })
+    }
+
+    /// A file of two lines: the headers, then the paths, each separated by white space.
+    pub fn from_template(text: &str) -> Result<Columns, String> {
+        let mut lines = text.lines();
+        let headers: Vec<&str> = lines
+            .next()
+            .ok_or("invalid template, missing header line. Expected format is one line of space separated headers, one line of space separated column specs.")?
+            .split_whitespace()
+            .collect();
+        let specs: Vec<&str> = lines
+            .next()
+            .ok_or("invalid template, missing spec line. Expected format is one line of space separated headers, one line of space separated column specs.")?
+            .split_whitespace()
+            .collect();
+        if headers.len() != specs.len() {
+            return Err(format!(
+                "number of headers ({}) and field specifications ({}) don't match",
+                headers.len(),
+                specs.len()
+            ));
+        }
+        let mut columns = Vec::new();
+        for (h, s) in headers.into_iter().zip(specs) {
+            columns.push((h.to_string(), column(s)?));
+        }
+        Ok(Columns { columns })
+    }
+
+    pub fn headers(&self) -> Vec<String> {
+        self.columns.iter().map(|(h, _)| h.clone()).collect()
+    }
+
+    /// One document's cells.
+    pub fn row(&self, doc: &Value) -> Result<Vec<String>, String> {
+        let mut cells = Vec::new();
+        for (_, template) in &self.columns {
+            let found = template.find(doc, true)?;
+            let mut values: Vec<String> = Vec::new();
+            if found.first().is_none_or(|f| f.is_empty()) {
+                values.push("<none>".into());
+            }
+            for list in &found {
+                for v in list {
+                    values.push(crate::text::sanitize::escape(&v.go_v()));
+                }
+            }
+            cells.push(values.join(","));
+        }
+        Ok(cells)
+    }
+}
+
+fn column(path: &str) -> Result<Template, String> {
+    let expr = relaxed(path)?;
+    Template::parse(&expr)
+}
+
+/// Go's text/tabwriter as kubectl sets it up (liggitt/tabwriter with RememberWidths), over
+/// lines of tab-separated cells: a column is aligned over each block of consecutive lines that
+/// have a tab-terminated cell in it (so a newline inside a cell splits a block, as in kubectl);
+/// `remembered` keeps each column's width across calls (a watch's later rows).
+pub fn align(lines: &[Vec<String>], remembered: &mut Vec<usize>) -> String {
+    let text: String = lines.iter().map(|l| l.join("\t") + "\n").collect();
+    let rows: Vec<Vec<&str>> =
+        text.strip_suffix('\n').unwrap_or(&text).split('\n').map(|l| l.split('\t').collect()).collect();
+    let mut out = String::new();
+    let mut tw = Tab { rows: &rows, widths: Vec::new(), remembered, out: &mut out };
+    tw.format(0, rows.len());
+    out
+}
+
+struct Tab<'a, 'b> {
+    rows: &'a [Vec<&'a str>],
+    widths: Vec<usize>,
+    remembered: &'b mut Vec<usize>,
+    out: &'b mut String,
+}
+
+impl Tab<'_, '_> {
+    fn format(&mut self, mut line0: usize, line1: usize) {
+        let column = self.widths.len();
+        let mut this = line0;
+        while this < line1 {
+            if column + 1 >= self.rows[this].len() {
+                this += 1;
+                continue;
+            }
+            self.write_lines(line0, this);
+            line0 = this;
+            let mut width = MIN_WIDTH;
+            while this < line1 && column + 1 < self.rows[this].len() {
+                width = width.max(self.rows[this][column].chars().count() + PADDING);
+                this += 1;
+            }
+            if let Some(r) = self.remembered.get_mut(column) {
+                width = width.max(*r);
+                *r = width;
+            } else {
+                self.remembered.push(width);
+            }
+            self.widths.push(width);
+            self.format(line0, this);
+            self.widths.pop();
+            line0 = this;
+        }
+        self.write_lines(line0, line1);
+    }
+
+    fn write_lines(&mut self, line0: usize, line1: usize) {
+        for row in &self.rows[line0..line1] {
+            for (j, cell) in row.iter().enumerate() {
+                self.out.push_str(cell);
+                if let Some(w) = self.widths.get(j) {
+                    self.out.push_str(&" ".repeat(w.saturating_sub(cell.chars().count())));
+                }
+            }
+            self.out.push('\n');
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_and_rows() {
+        let c = Columns::from_spec("NAME:.name,N:.items[*].n,MISS:.nope").unwrap();
+        let doc: Value = serde_json::from_str(r#"{"name":"a","items":[{"n":1},{"n":2}]}"#).unwrap();
+        let row = c.row(&doc).unwrap();
+        assert_eq!(row, vec!["a", "1,2", "<none>"]);
+        let mut widths = Vec::new();
+        assert_eq!(align(&[c.headers(), row], &mut widths), "NAME   N     MISS\na      1,2   <none>\n");
+        assert!(Columns::from_spec("NAME").unwrap_err().starts_with("unexpected custom-columns spec: NAME"));
+    }
+}

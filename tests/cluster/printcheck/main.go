@@ -1,0 +1,93 @@
+// printcheck: kubectl's own printers on one JSON document, the oracle for the plugin's
+// -o jsonpath and -o custom-columns. It reads the document on stdin, decodes it as kubectl
+// decodes an object it read from the server (k8s.io/apimachinery's JSON: integers int64, other
+// numbers float64), and prints what the printer prints on stdout, exit 0. On an error it prints
+// one line on stderr, exit 1:
+//
+//	parse: MESSAGE      the template (or spec) does not parse
+//	execute: MESSAGE    it parses, but evaluating it on the document fails
+//
+// MESSAGE is client-go's own error text (for jsonpath: util/jsonpath's, without kubectl's
+// debugging dump; for custom-columns: kubectl's CustomColumnsPrinter's).
+//
+// Usage: printcheck -o jsonpath=TEMPLATE|jsonpath-file=FILE|custom-columns=SPEC|custom-columns-file=FILE
+//
+//	[--allow-missing-template-keys=BOOL] [--no-headers] < document.json
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/client-go/util/jsonpath"
+	"k8s.io/kubectl/pkg/cmd/get"
+)
+
+func fail(kind string, err error) {
+	// One line: the messages themselves never hold a newline, but a template may.
+	fmt.Fprintf(os.Stderr, "%s: %s\n", kind, strings.TrimRight(err.Error(), "\n"))
+	os.Exit(1)
+}
+
+func main() {
+	output := flag.String("o", "", "the output format, as kubectl's -o")
+	allowMissing := flag.Bool("allow-missing-template-keys", true, "as kubectl's flag")
+	noHeaders := flag.Bool("no-headers", false, "as kubectl's flag")
+	flag.Parse()
+	data, err := io.ReadAll(os.Stdin)
+	if err != nil {
+		fail("input", err)
+	}
+	var doc map[string]interface{}
+	if err := utiljson.Unmarshal(data, &doc); err != nil {
+		fail("input", err)
+	}
+	format, arg, _ := strings.Cut(*output, "=")
+	if strings.HasSuffix(format, "-file") {
+		text, err := os.ReadFile(arg)
+		if err != nil {
+			fail("input", err)
+		}
+		arg = string(text)
+		format = strings.TrimSuffix(format, "-file")
+		if format == "custom-columns" {
+			format = "custom-columns-file"
+		}
+	}
+	var out bytes.Buffer
+	switch format {
+	case "jsonpath":
+		j := jsonpath.New("out").AllowMissingKeys(*allowMissing)
+		if err := j.Parse(arg); err != nil {
+			fail("parse", err)
+		}
+		if err := j.Execute(&out, doc); err != nil {
+			fail("execute", err)
+		}
+	case "custom-columns", "custom-columns-file":
+		var p *get.CustomColumnsPrinter
+		if format == "custom-columns" {
+			p, err = get.NewCustomColumnsPrinterFromSpec(arg, unstructured.UnstructuredJSONScheme, *noHeaders)
+		} else {
+			p, err = get.NewCustomColumnsPrinterFromTemplate(strings.NewReader(arg), unstructured.UnstructuredJSONScheme)
+			if p != nil {
+				p.NoHeaders = *noHeaders
+			}
+		}
+		if err != nil {
+			fail("parse", err)
+		}
+		if err := p.PrintObj(&unstructured.Unstructured{Object: doc}, &out); err != nil {
+			fail("execute", err)
+		}
+	default:
+		fail("usage", fmt.Errorf("unknown output format %q", format))
+	}
+	os.Stdout.Write(out.Bytes())
+}
