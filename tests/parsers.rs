@@ -149,10 +149,11 @@ proptest! {
         .to_string();
         let decoded = serde_json::from_str::<wire::WireWorkload>(&text);
         // Every time an API server can store (year 0000 to 9999) is read.
-        if let Some(true) = stored_time(&at) {
-            if i32::try_from(requeue).is_ok() && i32::try_from(retries).is_ok() {
-                prop_assert!(decoded.is_ok(), "{at}: {:?}", decoded.err());
-            }
+        if let Some(true) = stored_time(&at)
+            && i32::try_from(requeue).is_ok()
+            && i32::try_from(retries).is_ok()
+        {
+            prop_assert!(decoded.is_ok(), "{at}: {:?}", decoded.err());
         }
         if let Ok(w) = decoded {
             let _ = wire::workload(&w);
