@@ -47,6 +47,21 @@ fn kubeconfig_problems_are_one_line() {
         "error: cannot read kubeconfig /nonexistent/config: ",
     );
     Run::expect_one_error(&with_kubeconfig("clusters: [oops\n", &["gate"]), "error: cannot read kubeconfig ");
+    // UTF-16 with an odd byte left over: kube's reader panicked on it (found by fuzz/); kubectl
+    // refuses the same file with exit 1.
+    let odd = std::env::temp_dir().join(format!("dispatch-utf16-odd-{}", std::process::id()));
+    std::fs::write(&odd, b"\xfe\xff\xff\xffapiVersion: v").unwrap();
+    let odd_arg = odd.to_str().unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new("kubectl").args(args).env("PATH", plugin_path()).env_remove("NO_COLOR").output();
+        Run::from(out.unwrap())
+    };
+    Run::expect_one_error(
+        &run(&["dispatch", "lease", "--kubeconfig", odd_arg]),
+        &format!("error: cannot read kubeconfig {odd_arg}: Invalid UTF-16 BE"),
+    );
+    run(&["--kubeconfig", odd_arg, "get", "lease"]).expect_code(1);
+    let _ = std::fs::remove_file(&odd);
     let run = Command::new("kubectl")
         .args(["dispatch", "gate"])
         .env("KUBECONFIG", "/nonexistent/a:/nonexistent/b")

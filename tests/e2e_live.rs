@@ -1,7 +1,7 @@
 //! The live modes meet answers that retrying cannot change, on the real test cluster, beside
 //! `kubectl get -w` where kubectl has a behaviour: a bad token (401), a user without RBAC
 //! (403), a Kueue CRD deleted under `gate --watch` (404), a token revoked while watching (the
-//! credential fetched anew once, then the end), and `--timeout` while the API server is down;
+//! credential fetched anew once, from an exec plugin or a kubeconfig `tokenFile`, then the end), and `--timeout` while the API server is down;
 //! and a clock 40 s fast (under libfaketime), which every verb says once. Where a run without
 //! `--timeout` is the case, `--timeout 2m` is added so that a regression fails (wrong code)
 //! rather than hangs; the runs end long before it.
@@ -240,6 +240,40 @@ fn timeout_while_the_api_server_is_down_is_1_and_a_revoked_token_is_fetched_anew
     // kubectl, with the same kubeconfig and the plugin's revoked token, fails at once too.
     let kubectl = shapes.kubectl(&["--kubeconfig", kc_arg, "get", "lease", "-n", LEASE_NS, LEASE, "-w"], &env);
     assert_eq!(kubectl.code, 1, "{kubectl:?}");
+
+    // The same with a kubeconfig `tokenFile` (as client-go reads it: trimmed, so the newline
+    // is no part of the token): revoked and rotated in the file while watching, the 401 reads
+    // the file again and the watch goes on; revoked again with the file unchanged, one more
+    // read, then the end, exit 1. kubectl reads the rotated file, and fails on the revoked one.
+    let file = shapes.dir.join("token-file");
+    std::fs::write(&file, "third-token-of-token-user\n").unwrap();
+    let kc = shapes.kubeconfig("token-file", &shapes.cluster(), &format!("    tokenFile: {}\n", file.display()));
+    let kc_arg = kc.to_str().unwrap();
+    let get = ["--kubeconfig", kc_arg, "get", "lease", "-n", LEASE_NS, LEASE];
+    let kubectl = shapes.kubectl(&get, &[]);
+    assert_eq!(kubectl.code, 0, "{kubectl:?}");
+    let mut w =
+        Watch::spawn(shapes.command(
+            &["dispatch", "--kubeconfig", kc_arg, "lease", "--watch", "-o", "json", "--lease", &lease_ref],
+            &[],
+        ));
+    w.wait_for("the first row", 30 * S, is_event("observed"));
+    c.kill_apiserver();
+    w.wait_for_stderr_prefix("watch interrupted: ", 30 * S);
+    revoke_and_grant(c, "fourth-token-of-token-user");
+    std::fs::write(&file, "fourth-token-of-token-user").unwrap();
+    c.start_apiserver();
+    w.wait_for_stderr("watch resumed", 60 * S);
+    let kubectl = shapes.kubectl(&get, &[]);
+    assert_eq!(kubectl.code, 0, "kubectl reads the rotated file: {kubectl:?}");
+    c.kill_apiserver();
+    revoke_and_grant(c, "fifth-token-of-token-user");
+    c.start_apiserver();
+    assert_eq!(w.finish(60 * S), 1, "stderr {:#?}", w.stderr);
+    assert_eq!(w.stderr.iter().filter(|l| l.starts_with("error: ")).collect::<Vec<_>>(), [&refused], "{:#?}", w.stderr);
+    let kubectl = shapes.kubectl(&[&get[..], &["-w"]].concat(), &[]);
+    assert_eq!(kubectl.code, 1, "{kubectl:?}");
+    assert!(kubectl.stderr.contains("Unauthorized"), "{kubectl:?}");
     c.stop();
 }
 

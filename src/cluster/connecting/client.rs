@@ -27,7 +27,7 @@ use tower::util::BoxCloneSyncService;
 use tower::{BoxError, ServiceBuilder, ServiceExt};
 use tower_http::decompression::DecompressionLayer;
 
-use super::credentials::{MakeHttp, Transport};
+use super::credentials::{MakeHttp, TokenFile, Transport};
 use super::deadline::RequestTimeout;
 use super::exec::{Credential, ExecPlugin};
 use super::retry::RetryAfter;
@@ -55,11 +55,29 @@ pub struct Route {
     pub server_clock: ServerClock,
 }
 
-pub fn build(config: Config, route: Route) -> Result<Client, Error> {
+pub fn build(mut config: Config, route: Route) -> Result<Client, Error> {
     let make = make_http(&config, route.proxy.as_ref(), route.request_timeout)?;
-    let transport = match route.exec {
-        None => Transport::fixed(make(config.rustls_client_config().map_err(invalid)?)),
-        Some((plugin, first)) => Transport::exec(plugin, first, config.clone(), make)?,
+    // A token file kube would send (nothing before it in kube's order of credentials) is read
+    // here instead, as client-go reads it (super::credentials): kube's sends it untrimmed and
+    // reads it again only once a minute, also after a 401.
+    let auth = &config.auth_info;
+    let token_file = match &auth.token_file {
+        Some(path)
+            if auth.auth_provider.is_none()
+                && auth.token.is_none()
+                && !(auth.username.is_some() && auth.password.is_some()) =>
+        {
+            Some(TokenFile::open(std::path::Path::new(path))?)
+        }
+        _ => None,
+    };
+    if token_file.is_some() {
+        config.auth_info.token_file = None;
+    }
+    let transport = match (route.exec, token_file) {
+        (Some((plugin, first)), _) => Transport::exec(plugin, first, config.clone(), make)?,
+        (None, Some(file)) => Transport::token_file(make(config.rustls_client_config().map_err(invalid)?), file),
+        (None, None) => Transport::fixed(make(config.rustls_client_config().map_err(invalid)?)),
     };
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())

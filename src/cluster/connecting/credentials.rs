@@ -3,9 +3,19 @@
 //! `expirationTimestamp` is fetched again before it lapses; a new client certificate gets a new
 //! HTTP client (the old connections were made with the old certificate and go with it, as
 //! client-go closes them); a 401 makes the next request fetch a new one.
+//!
+//! A `tokenFile` (a kubeconfig's, or the in-cluster service account's, which the kubelet
+//! rotates) is read as client-go's `NewCachedFileTokenSource` reads it: trimmed, an empty or
+//! unreadable file refused at the start, re-read once the token read is 50 s old (client-go's
+//! one-minute period less its ten seconds of leeway), and the last token kept when a re-read
+//! fails or finds the file empty. Beyond client-go, a 401 makes the next request read it
+//! again at once rather than up to 50 s later: a live mode retries a later 401 once, and that
+//! retry carries a token rotated since (client-go's `kubectl get -w` ends at the 401).
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use http::header::{AUTHORIZATION, HeaderValue};
@@ -34,6 +44,7 @@ pub struct Transport(Arc<Inner>);
 enum Inner {
     Fixed(HttpService),
     Exec(Box<ExecState>),
+    TokenFile(HttpService, TokenFile),
 }
 
 struct ExecState {
@@ -56,6 +67,11 @@ struct Current {
 impl Transport {
     pub fn fixed(http: HttpService) -> Transport {
         Transport(Arc::new(Inner::Fixed(http)))
+    }
+
+    /// A client that sends the token of `file`, read as client-go reads it.
+    pub fn token_file(http: HttpService, file: TokenFile) -> Transport {
+        Transport(Arc::new(Inner::TokenFile(http, file)))
     }
 
     pub fn exec(plugin: ExecPlugin, first: Credential, config: Config, make: MakeHttp) -> Result<Transport, Error> {
@@ -122,6 +138,73 @@ impl ExecState {
     }
 }
 
+/// How long a token read from a file is used before the file is read again: client-go's
+/// period (a minute, half the time between the kubelet's refresh of a projected service account
+/// token and its expiry) less its leeway (ten seconds).
+pub const TOKEN_FILE_REREAD: Duration = Duration::from_secs(50);
+
+/// A bearer token file, and the token last read from it.
+pub struct TokenFile {
+    path: PathBuf,
+    last: std::sync::Mutex<Read>,
+}
+
+struct Read {
+    header: HeaderValue,
+    at: Instant,
+    /// The server said 401 to a request sent after this read: read again before the next.
+    rejected: bool,
+}
+
+impl TokenFile {
+    /// Reads the file a first time; unreadable, empty or not a header value is refused, as
+    /// client-go refuses it before the first request.
+    pub fn open(path: &Path) -> Result<TokenFile, Error> {
+        let header = read_token(path).map_err(Error::Kubeconfig)?;
+        Ok(TokenFile {
+            path: path.to_path_buf(),
+            last: std::sync::Mutex::new(Read { header, at: Instant::now(), rejected: false }),
+        })
+    }
+
+    /// The `Authorization` value to send at `now`: the file read again when the last read is
+    /// [`TOKEN_FILE_REREAD`] old or was refused; the last token when that read fails.
+    pub fn header(&self, now: Instant) -> HeaderValue {
+        let mut last = self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if last.rejected || now.saturating_duration_since(last.at) >= TOKEN_FILE_REREAD {
+            if let Ok(header) = read_token(&self.path) {
+                last.header = header;
+            }
+            last.at = now;
+            last.rejected = false;
+        }
+        last.header.clone()
+    }
+
+    /// The server said 401 to a request sent at `sent`: a token read before it is read anew
+    /// (one read for it or after it is kept, as client-go's `ResetTokenOlderThan` keeps it).
+    pub fn rejected(&self, sent: Instant) {
+        let mut last = self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if last.at < sent {
+            last.rejected = true;
+        }
+    }
+}
+
+/// The file's token as client-go reads it (`fileTokenSource`): white space trimmed, empty
+/// refused; as a sensitive `Bearer` header value.
+fn read_token(path: &Path) -> Result<HeaderValue, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("failed to read token file {:?}: {e}", path.display()))?;
+    let token = bytes.trim_ascii();
+    if token.is_empty() {
+        return Err(format!("read empty token from file {:?}", path.display()));
+    }
+    let mut value = HeaderValue::from_bytes(&[b"Bearer ", token].concat())
+        .map_err(|_| format!("token file {:?} holds a character a header cannot carry", path.display()))?;
+    value.set_sensitive(true);
+    Ok(value)
+}
+
 impl Service<Request<Body>> for Transport {
     type Response = Response<Deadline<hyper::body::Incoming>>;
     type Error = BoxError;
@@ -137,6 +220,19 @@ impl Service<Request<Body>> for Transport {
         Box::pin(async move {
             match &*inner {
                 Inner::Fixed(http) => http.clone().oneshot(req).await,
+                Inner::TokenFile(http, file) => {
+                    // A header set already (none is, today) is left, as client-go leaves it.
+                    if req.headers().contains_key(AUTHORIZATION) {
+                        return http.clone().oneshot(req).await;
+                    }
+                    let sent = Instant::now();
+                    req.headers_mut().insert(AUTHORIZATION, file.header(sent));
+                    let response = http.clone().oneshot(req).await?;
+                    if response.status() == http::StatusCode::UNAUTHORIZED {
+                        file.rejected(sent);
+                    }
+                    Ok(response)
+                }
                 Inner::Exec(state) => {
                     let (http, token, generation) = state.current().await?;
                     if let Some(token) = token {
@@ -177,5 +273,52 @@ mod tests {
         // already expired when it came, or no expiry at all
         assert!(due(Some(at("2026-12-01T09:00:00Z")), obtained, obtained));
         assert!(!due(None, obtained, at("2030-01-01T00:00:00Z")));
+    }
+
+    #[test]
+    fn a_token_file_is_read_as_client_go_reads_it() {
+        let dir = std::env::temp_dir().join(format!("dispatch-token-file-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("token");
+        let open_error = |path: &Path| match TokenFile::open(path) {
+            Err(Error::Kubeconfig(e)) => e,
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("opened"),
+        };
+        let _ = std::fs::remove_file(&path);
+        assert!(open_error(&path).starts_with(&format!("failed to read token file {:?}: ", path.display())));
+        std::fs::write(&path, " \n\t").unwrap();
+        assert_eq!(open_error(&path), format!("read empty token from file {:?}", path.display()));
+        std::fs::write(&path, "a\nb").unwrap();
+        assert!(open_error(&path).ends_with("holds a character a header cannot carry"));
+
+        let s = Duration::from_secs(1);
+        std::fs::write(&path, "first\n").unwrap();
+        let file = TokenFile::open(&path).unwrap();
+        let t0 = Instant::now();
+        let sent = |at: Instant| {
+            let h = file.header(at);
+            assert!(h.is_sensitive());
+            h.to_str().unwrap().to_string()
+        };
+        assert_eq!(sent(t0), "Bearer first", "trimmed");
+        std::fs::write(&path, "second").unwrap();
+        assert_eq!(sent(t0 + 49 * s), "Bearer first", "read less than 50 s ago");
+        assert_eq!(sent(t0 + 50 * s), "Bearer second", "50 s after the read");
+        std::fs::write(&path, "third").unwrap();
+        file.rejected(t0 + 51 * s);
+        assert_eq!(sent(t0 + 52 * s), "Bearer third", "a 401 to a request after the read: read at once");
+        std::fs::write(&path, "fourth").unwrap();
+        file.rejected(t0 + 51 * s);
+        file.rejected(t0 + 52 * s);
+        assert_eq!(sent(t0 + 53 * s), "Bearer third", "a 401 to the request that read it, or one before: kept");
+        file.rejected(t0 + 54 * s);
+        std::fs::write(&path, "").unwrap();
+        assert_eq!(sent(t0 + 55 * s), "Bearer third", "an empty file later: the last token");
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(sent(t0 + 200 * s), "Bearer third", "a file gone later: the last token");
+        std::fs::write(&path, "fifth").unwrap();
+        assert_eq!(sent(t0 + 250 * s), "Bearer fifth");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -244,10 +244,25 @@ pub(crate) fn load(args: &ConnectionSettings) -> Result<Option<Kubeconfig>, Erro
 }
 
 pub(crate) fn read_file(path: &Path) -> Result<Kubeconfig, Error> {
+    if let Some(cause) = odd_utf16(path) {
+        return Err(Error::ReadKubeconfig { path: path.to_path_buf(), cause: cause.into() });
+    }
     Kubeconfig::read_from(path).map_err(|e| match e {
         KubeconfigError::ReadConfig(io, _) => Error::ReadKubeconfig { path: path.to_path_buf(), cause: io.to_string() },
         other => Error::ReadKubeconfig { path: path.to_path_buf(), cause: first_line(&other.to_string()) },
     })
+}
+
+/// kube's reader (kube-client 5.0's `read_path`) decodes a file that starts with a UTF-16
+/// byte-order mark two bytes at a time, and panics on an odd byte left over: an abort in the
+/// release build (found by `fuzz/`'s kubeconfig target). Such a file is refused first, in
+/// kube's words for UTF-16 it cannot decode. `None`: kube may read it (or say why not).
+fn odd_utf16(path: &Path) -> Option<&'static str> {
+    match std::fs::read(path).ok()?.as_slice() {
+        [0xFF, 0xFE, rest @ ..] if rest.len() % 2 == 1 => Some("Invalid UTF-16 LE"),
+        [0xFE, 0xFF, rest @ ..] if rest.len() % 2 == 1 => Some("Invalid UTF-16 BE"),
+        _ => None,
+    }
 }
 
 /// `KUBECONFIG` as kubectl reads it: split on the OS list separator, empty entries and
@@ -294,6 +309,28 @@ pub fn context_names(args: &ConnectionSettings) -> Result<Vec<String>, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_utf16_kubeconfig_with_an_odd_byte_is_refused_not_a_panic() {
+        let dir = std::env::temp_dir().join(format!("dispatch-utf16-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (bom, order) in [([0xFF, 0xFE], "LE"), ([0xFE, 0xFF], "BE")] {
+            let path = dir.join(order);
+            // The fuzzer's input (fuzz/corpus/kubeconfig/utf16-odd-byte), which panicked in kube.
+            std::fs::write(&path, [&bom[..], b"\xff\xffapiVersion: v"].concat()).unwrap();
+            match read_file(&path) {
+                Err(Error::ReadKubeconfig { cause, .. }) => assert_eq!(cause, format!("Invalid UTF-16 {order}")),
+                other => panic!("{order}: {other:?}"),
+            }
+            // Whole UTF-16 is still decoded by kube.
+            let text = "apiVersion: v1\nkind: Config\ncurrent-context: x\n".encode_utf16();
+            let bytes: Vec<u8> =
+                text.flat_map(|u| if order == "LE" { u.to_le_bytes() } else { u.to_be_bytes() }).collect();
+            std::fs::write(&path, [&bom[..], &bytes].concat()).unwrap();
+            assert_eq!(read_file(&path).unwrap().current_context.as_deref(), Some("x"), "{order}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     fn args() -> ConnectionSettings {
         ConnectionSettings::default()
