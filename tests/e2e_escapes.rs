@@ -191,30 +191,37 @@ fn cluster_text_is_screened_in_every_verb_and_kept_exact_in_every_data_format() 
         ("doctor", vec!["-n", &ns]),
     ];
     for (verb, extra) in &one_shot {
-        for format in ["table", "wide", "json", "yaml", "prometheus"] {
-            if format == "prometheus" && *verb != "gate" {
-                continue;
-            }
+        let formats: &[&str] = if *verb == "gate" {
+            &["table", "wide", "json", "yaml", "prometheus"]
+        } else {
+            &["table", "wide", "json", "yaml"]
+        };
+        let mut json = None;
+        for format in formats {
             let mut args = extra.clone();
-            if format != "table" {
+            if *format != "table" {
                 args.extend(["-o", format]);
             }
             let run = c.dispatch(&call(&s, verb, &args));
-            let what = format!("{verb} {}", args.join(" "));
-            match format {
-                "json" => exact(&run, &what, json_docs(&run, &what)),
-                "yaml" => exact(&run, &what, yaml_docs(&run, &what)),
-                // The gate's metrics carry names only (no holder, no message).
-                "prometheus" => prometheus(&run, &what, false),
-                _ => {
-                    screened(&run, &what);
-                    // The text is shown, escaped, not dropped.
-                    assert!(
-                        run.stdout.contains("pwn") || run.stderr.contains("pwn"),
-                        "{what}: shown nowhere:\n{}",
-                        run.stdout
-                    );
-                }
+            check(&run, format, &format!("{verb} {}", args.join(" ")));
+            if *format == "json" {
+                json = Some(json_docs(&run, verb).remove(0));
+            }
+        }
+        // kubectl's printers over the same document: a JSONPath template to the hostile value
+        // prints it byte for byte (data, as kubectl's does); a custom column and -o name are
+        // text for a terminal.
+        let json = json.unwrap();
+        let path = path_to(&json, "").unwrap_or_else(|| panic!("{verb}: no hostile value in {json:#}"));
+        let jsonpath = format!("jsonpath={{{path}}}");
+        let run = c.dispatch(&call(&s, verb, &[extra.as_slice(), &["-o", &jsonpath]].concat()));
+        assert!(run.stdout.contains(HOSTILE), "{verb} -o {jsonpath}: not byte for byte:\n{:?}", run.stdout);
+        assert!(offence(&run.stderr).is_none(), "{verb} -o {jsonpath}:\n{}", run.stderr);
+        if *verb != "doctor" {
+            let columns = format!("custom-columns=TEXT:{path}");
+            for printer in [columns.as_str(), "name"] {
+                let run = c.dispatch(&call(&s, verb, &[extra.as_slice(), &["-o", printer]].concat()));
+                check(&run, "text", &format!("{verb} -o {printer}"));
             }
         }
     }
@@ -229,13 +236,34 @@ fn cluster_text_is_screened_in_every_verb_and_kept_exact_in_every_data_format() 
                 args.extend(["-o", format]);
             }
             let run = c.dispatch(&call(&s, verb, &args));
-            let what = format!("{verb} {}", args.join(" "));
-            match format {
-                "json" => exact(&run, &what, json_docs(&run, &what)),
-                "yaml" => exact(&run, &what, yaml_docs(&run, &what)),
-                _ => screened(&run, &what),
-            }
+            check(&run, format, &format!("{verb} {}", args.join(" ")));
         }
+    }
+}
+
+/// The checks for one run in `format`.
+fn check(run: &Run, format: &str, what: &str) {
+    match format {
+        "json" => exact(run, what, json_docs(run, what)),
+        "yaml" => exact(run, what, yaml_docs(run, what)),
+        // The gate's metrics carry names only (no holder, no message).
+        "prometheus" => prometheus(run, what, false),
+        "table" | "wide" => {
+            screened(run, what);
+            // The text is shown, escaped, not dropped.
+            assert!(run.stdout.contains("pwn") || run.stderr.contains("pwn"), "{what}: shown nowhere:\n{}", run.stdout);
+        }
+        _ => screened(run, what),
+    }
+}
+
+/// A JSONPath (`.a.b[0].c`) to the first string in `v` that holds [`HOSTILE`], below `at`.
+fn path_to(v: &Value, at: &str) -> Option<String> {
+    match v {
+        Value::String(s) if s.contains(HOSTILE) => Some(at.to_string()),
+        Value::Array(a) => a.iter().enumerate().find_map(|(i, x)| path_to(x, &format!("{at}[{i}]"))),
+        Value::Object(o) => o.iter().find_map(|(k, x)| path_to(x, &format!("{at}.{k}"))),
+        _ => None,
     }
 }
 
