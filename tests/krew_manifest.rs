@@ -115,9 +115,14 @@ fn the_template_agrees_with_cargo_toml() {
 /// The template rendered by `scripts/krew-manifest` for Cargo.toml's version and all five
 /// platforms, with stand-in archives.
 fn render_all(tag: &str) -> String {
+    render(tag, &PLATFORMS)
+}
+
+/// The template rendered for Cargo.toml's version and these platforms, with stand-in archives.
+fn render(tag: &str, platforms: &[(&str, &str)]) -> String {
     let dir = temp_dir(tag);
     let mut archives = Vec::new();
-    for (os, arch) in PLATFORMS {
+    for &(os, arch) in platforms {
         let path = dir.join(format!("kubectl-dispatch-{os}-{arch}.tar.gz"));
         std::fs::write(&path, format!("{os}-{arch}")).expect("write");
         archives.push(path.display().to_string());
@@ -151,29 +156,41 @@ fn without_hashes(text: &str) -> (String, Vec<String>) {
     (out, hashes)
 }
 
-/// `krew/dispatch.yaml` is what krew-index receives: the manifest the last release run rendered
-/// (`scripts/release --krew-dir krew` in the release workflow). Its sha256 values are that
-/// run's archives', which no other machine rebuilds byte for byte, so the test compares all
-/// the rest with the template rendered here for Cargo.toml's version (platforms, URIs, bin,
-/// version, texts) and asks only that each hash be a lower-case sha256. krew's validator runs on
-/// a fresh rendering against fresh archives instead (`tests/e2e_krew.rs`).
+/// `krew/dispatch.yaml` is what krew-index receives, with real hashes only: `# built from
+/// <commit>` (a commit of this repository, with Cargo.toml's version), then the toolchain that
+/// built linux/amd64, then the template rendered for the platforms whose archives were built:
+/// linux/amd64 by `scripts/release` on a linux/amd64 machine (`tests/release_rebuild.rs`
+/// rebuilds it from the commit and compares the sha256), the others only by the release
+/// workflow on their own runners. Everything but the hashes is compared with the template
+/// rendered here for those platforms; no two archives share a hash (stand-ins would). krew's
+/// validator runs on a fresh rendering against fresh archives (`tests/e2e_krew.rs`).
 #[test]
 fn the_committed_krew_manifest_is_the_template_rendered_for_this_version() {
     let committed = std::fs::read_to_string(repo().join("krew/dispatch.yaml")).expect("read krew/dispatch.yaml");
-    let (committed_text, committed_hashes) = without_hashes(&committed);
-    let (fresh_text, fresh_hashes) = without_hashes(&render_all("committed"));
-    assert_eq!(
-        committed_text,
-        fresh_text,
-        "krew/dispatch.yaml is not the template rendered for {}: a release renders it with \
-         `scripts/release --krew-dir krew --binary OS/ARCH=PATH` (all five platforms)",
-        version()
+    let mut lines = committed.lines();
+    let first = lines.next().unwrap_or_default();
+    let commit = first.strip_prefix("# built from ").unwrap_or_else(|| {
+        panic!("krew/dispatch.yaml must start with `# built from <commit>` (scripts/release writes it): {first:?}")
+    });
+    assert!(
+        commit.len() == 40 && commit.bytes().all(|b| b.is_ascii_hexdigit()),
+        "krew/dispatch.yaml must be built from a commit, not {commit:?} (commit first, then run          `scripts/release --krew-dir krew`)"
     );
-    assert_eq!(committed_hashes.len(), fresh_hashes.len(), "one sha256 per platform");
-    assert_eq!(committed_hashes.len(), PLATFORMS.len());
-    for hash in &committed_hashes {
-        assert!(is_sha256(hash), "krew/dispatch.yaml: {hash:?} is not a lower-case sha256");
-    }
+    let second = lines.next().unwrap_or_default();
+    assert!(
+        second.starts_with("# linux/amd64: rustc ") && second.contains(" linked by "),
+        "the second line names the toolchain that built linux/amd64: {second:?}"
+    );
+    let named = Command::new("git").arg("-C").arg(repo()).args(["show", &format!("{commit}:Cargo.toml")]).output();
+    let named = named.expect("git");
+    assert!(named.status.success(), "krew/dispatch.yaml names {commit}, not a commit here (a full clone has it)");
+    let cargo_toml = String::from_utf8_lossy(&named.stdout);
+    assert!(
+        cargo_toml.contains(&format!("\nversion = \"{}\"\n", env!("CARGO_PKG_VERSION"))),
+        "{commit} is not version {}",
+        env!("CARGO_PKG_VERSION")
+    );
+    let body: String = committed.lines().skip(2).map(|l| format!("{l}\n")).collect();
 
     // The same, read as Krew reads it.
     let manifest = yaml(&committed);
@@ -186,15 +203,32 @@ fn the_committed_krew_manifest_is_the_template_rendered_for_this_version() {
             (labels["os"].as_str().expect("os"), labels["arch"].as_str().expect("arch"))
         })
         .collect();
-    assert_eq!(seen, PLATFORMS);
-    for (p, (os, arch)) in platforms.iter().zip(PLATFORMS) {
+    assert!(seen.contains(&("linux", "amd64")), "linux/amd64, the archive anyone can rebuild here: {seen:?}");
+    let in_order: Vec<(&str, &str)> = PLATFORMS.iter().copied().filter(|p| seen.contains(p)).collect();
+    assert_eq!(seen, in_order, "the template's platforms, in its order");
+
+    let (committed_text, committed_hashes) = without_hashes(&body);
+    let (fresh_text, _) = without_hashes(&render("committed", &seen));
+    assert_eq!(
+        committed_text,
+        fresh_text,
+        "krew/dispatch.yaml is not the template rendered for {} and {seen:?}: render it with \
+         `scripts/release --krew-dir krew`",
+        version()
+    );
+    assert_eq!(committed_hashes.len(), seen.len(), "one sha256 per platform");
+    for (i, hash) in committed_hashes.iter().enumerate() {
+        assert!(is_sha256(hash), "krew/dispatch.yaml: {hash:?} is not a lower-case sha256");
+        assert!(!committed_hashes[..i].contains(hash), "two archives with one sha256 {hash}: a stand-in");
+    }
+    for (p, (os, arch)) in platforms.iter().zip(&seen) {
         let uri = format!(
             "{}/releases/download/{}/kubectl-dispatch-{os}-{arch}.tar.gz",
             env!("CARGO_PKG_REPOSITORY"),
             version()
         );
         assert_eq!(p["uri"], uri.as_str());
-        assert_eq!(p["bin"], if os == "windows" { "kubectl-dispatch.exe" } else { "kubectl-dispatch" });
+        assert_eq!(p["bin"], if *os == "windows" { "kubectl-dispatch.exe" } else { "kubectl-dispatch" });
     }
 }
 
@@ -264,26 +298,27 @@ fn the_release_is_reproducible_and_lists_only_what_it_packed() {
         ]
     );
 
-    // --krew-dir: the same manifest, written only for a full release with the release's URIs.
+    // --krew-dir: the same manifest, for the platforms packed, written only with the release's URIs.
     let krew = dir.join("krew");
-    let full = release(&dir.join("d"), &binary, &PLATFORMS, &["--krew-dir", &krew.display().to_string()]);
+    let full = release(&dir.join("d"), &binary, &PLATFORMS[..1], &["--krew-dir", &krew.display().to_string()]);
     assert!(full.status.success(), "{}", String::from_utf8_lossy(&full.stderr));
     assert_eq!(
         std::fs::read(krew.join("dispatch.yaml")).ok(),
         std::fs::read(dir.join("d/krew/dispatch.yaml")).ok(),
         "--krew-dir gets the manifest the release rendered"
     );
+    // It names the commit: HEAD of the checkout, and whether tracked files differ from it.
+    let head = ok(Path::new("git"), &["-C", &repo().display().to_string(), "rev-parse", "HEAD"]);
+    let rendered = std::fs::read_to_string(krew.join("dispatch.yaml")).expect("manifest");
+    assert!(rendered.starts_with(&format!("# built from {}", head.trim())), "{rendered}");
+    assert!(!rendered.contains("rustc"), "a binary built elsewhere: no toolchain named:\n{rendered}");
     let other = dir.join("other-krew");
     let krew_arg = other.display().to_string();
-    for (platforms, extra) in [
-        (&PLATFORMS[..1], vec!["--krew-dir", &krew_arg]),
-        (&PLATFORMS[..], vec!["--krew-dir", &krew_arg, "--uri-base", "http://127.0.0.1:9/x"]),
-    ] {
-        let out = release(&dir.join("e"), &binary, platforms, &extra);
-        assert_eq!(out.status.code(), Some(2), "{extra:?}: {}", String::from_utf8_lossy(&out.stderr));
-        assert!(String::from_utf8_lossy(&out.stderr).contains("--krew-dir wants"));
-        assert!(!other.exists(), "a refused --krew-dir writes nothing");
-    }
+    let out =
+        release(&dir.join("e"), &binary, &PLATFORMS, &["--krew-dir", &krew_arg, "--uri-base", "http://127.0.0.1:9/x"]);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--krew-dir wants"));
+    assert!(!other.exists(), "a refused --krew-dir writes nothing");
     let _ = std::fs::remove_dir_all(dir);
 }
 
