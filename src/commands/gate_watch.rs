@@ -20,7 +20,6 @@ use crate::cluster::connecting::connect::Connection;
 use crate::cluster::reading::fetch::{self, Kueue};
 use crate::cluster::watching::kueue::{self as streams, STREAMS, Update, What};
 use crate::cluster::watching::reflector as cwatch;
-use crate::core::kueue_lease;
 use crate::core::link::{Link, LinkEvent};
 use crate::core::live_gate::{LiveGate, Signature};
 use crate::core::verdict::Verdict;
@@ -28,8 +27,8 @@ use crate::error::Error;
 use crate::exit::Exit;
 use crate::invocation::Format;
 use crate::invocation::GateLive;
+use crate::render::watch::kueue_line;
 use crate::report::GateRun;
-use crate::text::sanitize::escape;
 
 pub async fn run(
     conn: &Connection,
@@ -95,7 +94,6 @@ async fn follow(
     let mut polled: BTreeSet<String> = BTreeSet::new();
     let mut docs = 0;
     let mut shown: Option<Signature> = None;
-    let mut shown_kueue: Option<&'static str> = None;
     let mut shown_waiting: Option<usize> = None;
     // When the last evaluation was, and its verdict.
     let mut last: Option<(Timestamp, Verdict)> = None;
@@ -172,25 +170,20 @@ async fn follow(
             continue;
         }
         let signature = state.signature(now);
-        let kueue = state.kueue_lease().map(|f| kueue_lease::assess(&opts.settings.kueue_lease, f, now));
-        let kueue_status = kueue.as_ref().map(kueue_lease::status);
+        // Kueue's manager, as context: said when its Lease changes state, and at the start
+        // whatever the one-shot gate notes under its chains (nothing while a manager leads).
+        let kueue = state.kueue_change(now);
         let chains_changed = shown.as_ref() != Some(&signature);
-        let kueue_changed = shown_kueue != kueue_status;
-        if chains_changed || (structured && kueue_changed) {
+        if chains_changed || (structured && kueue.is_some()) {
             print_chains(&run_at(&state, opts, namespace.as_deref(), now), opts, docs, deps)?;
             docs += 1;
             shown = Some(signature);
         }
-        // Kueue's manager, as context: a line when its Lease changes state (none at the start
-        // while a manager leads, as the one-shot gate adds none).
         let notes: &mut dyn std::io::Write = if opts.output.no_headers { deps.err } else { deps.out };
-        if let Some(a) = kueue.as_ref().filter(|_| kueue_changed && !structured)
-            && (shown_kueue.is_some() || kueue_lease::note(a).is_some())
-        {
-            writeln!(notes, "{} Kueue's manager: {}", stamp(now), escape(&kueue_lease::sentence(a)))?;
+        if let Some(a) = kueue.as_ref().filter(|_| !structured) {
+            writeln!(notes, "{} {}", stamp(now), kueue_line(a))?;
             deps.out.flush()?;
         }
-        shown_kueue = kueue_status;
         let stalled = state.stalled();
         if shown_waiting != Some(stalled) && !structured {
             let noun = if stalled == 1 { "workload waits" } else { "workloads wait" };

@@ -135,6 +135,8 @@ pub async fn follow<K: Stream<Item = KueueLeaseUpdate>>(
                 }
                 continue;
             }
+            // Polling Kueue's Lease is no news here: its reads are.
+            Woke::Update(Update::Kueue(KueueLeaseUpdate::Polling { .. })) => continue,
             Woke::Update(Update::Kueue(KueueLeaseUpdate::Link(event))) => {
                 if let Some(said) = live::connection_lines(&mut link, 1, event, deps.clock.now()) {
                     view.clear(deps.out)?;

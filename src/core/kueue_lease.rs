@@ -83,24 +83,51 @@ pub fn clause(a: &LeaseAssessment) -> Option<String> {
     Some(format!("; Kueue's manager is down ({why}), so nothing is admitted until it is back"))
 }
 
-/// Kueue's manager's Lease followed live (`lease --watch`; gate --watch may use it too): the
-/// last read, and what was said of it. A live view says Kueue's manager when that says
-/// something: at the first read only when no manager leads (stale, no holder, never renewed),
-/// then at every change of [`status`] (it goes stale, comes back, is deleted or created).
-/// Renewals, and a takeover between two live managers, say nothing. A Lease missing or not
-/// readable from the start says nothing either (no manager without leader election holds one,
-/// and the viewer may not be granted Kueue's namespace); the one-shot verbs say it.
+/// Kueue's manager's Lease followed live, by both live modes: the last read, and what was
+/// said of it. A live view says Kueue's manager when that says something: at the first read as
+/// [`First`] says, then at every change of [`status`] (it goes stale, comes back, is deleted or
+/// created). Renewals, and a takeover between two live managers, say nothing.
 #[derive(Debug, Clone)]
 pub struct Follower {
     lease: LeaseRef,
     last: Option<Fetched<LeaseFacts>>,
-    /// The status of the last read or tick (`None` before the first read).
+    /// The status of the last read or tick judged (`None` before the first).
     status: Option<&'static str>,
+    first: First,
+}
+
+/// What the first read of Kueue's manager's Lease says, the one place where the live modes
+/// differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum First {
+    /// `lease --watch`: only that no manager leads (stale, no holder, never renewed). A Lease
+    /// missing or not readable from the start says nothing (no manager without leader
+    /// election holds one, and the viewer may not be granted Kueue's namespace); the one-shot
+    /// verbs say it.
+    Down,
+    /// `gate --watch`: whatever the one-shot gate notes under its chains ([`note`]), that is
+    /// everything but a leading manager.
+    Noted,
 }
 
 impl Follower {
+    /// A follower for `lease --watch` ([`First::Down`]).
     pub fn new(lease: LeaseRef) -> Follower {
-        Follower { lease, last: None, status: None }
+        Follower::with(lease, First::Down)
+    }
+
+    pub fn with(lease: LeaseRef, first: First) -> Follower {
+        Follower { lease, last: None, status: None, first }
+    }
+
+    /// Keeps a read without judging it: the next [`Follower::observe`] does.
+    pub fn read(&mut self, read: Fetched<LeaseFacts>) {
+        self.last = Some(read);
+    }
+
+    /// The last read, if any.
+    pub fn last(&self) -> Option<&Fetched<LeaseFacts>> {
+        self.last.as_ref()
     }
 
     /// The Lease at `now`, once it was read.
@@ -108,27 +135,33 @@ impl Follower {
         self.last.as_ref().map(|f| assess(&self.lease, f, now))
     }
 
-    /// When a fresh Lease goes stale with no event: just past renewTime + 2 x duration, as
-    /// dispatch's (exactly at the limit still passes). `None` while it is not fresh.
-    pub fn deadline(&self, now: Timestamp) -> Option<Timestamp> {
+    /// The last instant at which the Lease is still fresh (exactly at the limit still
+    /// passes), as dispatch's. `None` while it is not fresh.
+    pub fn fresh_until(&self, now: Timestamp) -> Option<Timestamp> {
         match self.assess(now)?.state {
-            LeaseState::Fresh { stale_in, .. } => {
-                now.checked_add(stale_in.saturating_add(k8s_openapi::jiff::SignedDuration::from_micros(1))).ok()
-            }
+            LeaseState::Fresh { stale_in, .. } => now.checked_add(stale_in).ok(),
             _ => None,
         }
     }
 
-    /// Feeds a read (`None`: the deadline passed, nothing read); returns the Lease at `now`
-    /// when it is to be said.
+    /// When a fresh Lease goes stale with no event: just past [`Follower::fresh_until`].
+    pub fn deadline(&self, now: Timestamp) -> Option<Timestamp> {
+        self.fresh_until(now)?.checked_add(k8s_openapi::jiff::SignedDuration::from_micros(1)).ok()
+    }
+
+    /// Feeds a read (`None`: the deadline passed, or nothing new read); returns the Lease at
+    /// `now` when it is to be said.
     pub fn observe(&mut self, read: Option<Fetched<LeaseFacts>>, now: Timestamp) -> Option<LeaseAssessment> {
         if let Some(read) = read {
-            self.last = Some(read);
+            self.read(read);
         }
         let a = self.assess(now)?;
         let status = status(&a);
         let said = match self.status.replace(status) {
-            None => is_down(&a),
+            None => match self.first {
+                First::Down => is_down(&a),
+                First::Noted => note(&a).is_some(),
+            },
             Some(before) => before != status,
         };
         said.then_some(a)
@@ -258,5 +291,25 @@ mod tests {
         assert!(is_down(&stale));
         let released = Fetched::Found(LeaseFacts { holder: Some(String::new()), ..Default::default() });
         assert_eq!(f.observe(Some(released), now()).map(|a| status(&a)), Some("no holder"));
+    }
+
+    #[test]
+    fn gates_follower_says_at_first_whatever_the_one_shot_gate_notes() {
+        for (first, said) in [
+            (renewed(3), None),
+            (renewed(95), Some("stale")),
+            (Fetched::Missing, Some("no lease")),
+            (Fetched::Forbidden(Denied { rule: "get leases".into() }), Some("forbidden")),
+        ] {
+            let mut f = Follower::with(LeaseRef::kueue_default(), First::Noted);
+            f.read(first);
+            assert!(f.last().is_some());
+            assert_eq!(f.observe(None, now()).map(|a| status(&a)), said);
+            assert!(f.observe(None, now()).is_none(), "said once");
+        }
+        let mut f = Follower::with(LeaseRef::kueue_default(), First::Noted);
+        f.read(renewed(0));
+        assert_eq!(f.fresh_until(now()), Some(now() + SignedDuration::from_secs(30)));
+        assert_eq!(f.deadline(now()), Some(now() + SignedDuration::from_secs(30) + SignedDuration::from_micros(1)));
     }
 }

@@ -11,6 +11,7 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use kube::api::Api;
 
+use super::kueue_lease::{self, KueueLeaseUpdate};
 use super::reflector::{self, Followed, LeaseUpdate, Seen, Signal, WhenForbidden};
 use crate::cluster::connecting::connect::Connection;
 use crate::cluster::reading::fetch::Kueue;
@@ -18,7 +19,7 @@ use crate::cluster::reading::wire;
 use crate::core::fetched::{Denied, Fetched};
 use crate::core::gate::GateSettings;
 use crate::core::lease::LeaseRef;
-use crate::core::link::{LinkEvent, Refusal};
+use crate::core::link::LinkEvent;
 use crate::core::live_gate::{Fact, Key, ListChange};
 use crate::core::waiting::{self, WaitingScope};
 
@@ -82,23 +83,34 @@ fn key<P: Clone, U: Clone>(o: &kube::core::object::Object<P, U>) -> Key {
     (o.metadata.namespace.clone().unwrap_or_default(), o.metadata.name.clone().unwrap_or_default())
 }
 
-/// A followed Lease's updates as the gate's: `kueue` tells Kueue's manager's from dispatch's.
-fn lease_watch(conn: &Connection, lease: &LeaseRef, stream: usize, kueue: bool) -> BoxStream<'static, Update> {
+/// dispatch's Lease's updates as the gate's.
+fn lease_watch(conn: &Connection, lease: &LeaseRef, stream: usize) -> BoxStream<'static, Update> {
     let lease_ref = lease.clone();
-    let fact = move |f: Fetched<_>| What::Fact(if kueue { Fact::KueueLease(f) } else { Fact::Lease(f) });
     reflector::lease(conn, lease)
         .map(move |u| {
             let what = match u {
-                LeaseUpdate::Lease(Some(f)) => fact(Fetched::Found(f)),
-                LeaseUpdate::Lease(None) => fact(Fetched::Missing),
-                LeaseUpdate::Forbidden(rule) => fact(Fetched::Forbidden(Denied { rule })),
-                // Kueue's Lease is context: that it may not be read at all is said under the
-                // chains, as the one-shot gate says it, and does not end the watch.
-                LeaseUpdate::Link(LinkEvent::Refused(Refusal::Forbidden { rule, .. })) if kueue => {
-                    fact(Fetched::Forbidden(Denied { rule }))
-                }
+                LeaseUpdate::Lease(Some(f)) => What::Fact(Fact::Lease(Fetched::Found(f))),
+                LeaseUpdate::Lease(None) => What::Fact(Fact::Lease(Fetched::Missing)),
+                LeaseUpdate::Forbidden(rule) => What::Fact(Fact::Lease(Fetched::Forbidden(Denied { rule }))),
                 LeaseUpdate::Link(e) => What::Link(e),
                 LeaseUpdate::Polling { every, rule } => What::Polling { lease: lease_ref.clone(), every, rule },
+            };
+            Update { stream, what }
+        })
+        .boxed()
+}
+
+/// Kueue's manager's Lease's updates as the gate's, from the stream `lease --watch` follows it
+/// by ([`kueue_lease::kueue_lease`]): that it may not be read at all is said under the chains,
+/// as the one-shot gate says it, and does not end the watch.
+fn kueue_lease_watch(conn: &Connection, lease: &LeaseRef, stream: usize) -> BoxStream<'static, Update> {
+    let lease_ref = lease.clone();
+    kueue_lease::kueue_lease(conn, lease)
+        .map(move |u| {
+            let what = match u {
+                KueueLeaseUpdate::Lease(f) => What::Fact(Fact::KueueLease(f)),
+                KueueLeaseUpdate::Link(e) => What::Link(e),
+                KueueLeaseUpdate::Polling { every, rule } => What::Polling { lease: lease_ref.clone(), every, rule },
             };
             Update { stream, what }
         })
@@ -184,7 +196,7 @@ pub fn streams(
             |o| (key(o), wire::local_queue(o)),
             Fact::LocalQueue,
         ),
-        lease_watch(conn, &settings.lease, 4, false),
-        lease_watch(conn, &settings.kueue_lease, 5, true),
+        lease_watch(conn, &settings.lease, 4),
+        kueue_lease_watch(conn, &settings.kueue_lease, 5),
     ]
 }

@@ -1,6 +1,6 @@
-//! Kueue's manager's leader-election Lease, followed live for the live modes' context: the
-//! same list-then-watch as dispatch's Lease ([`reflector::lease`]), its reads as
-//! [`Fetched`] facts. A Lease that may not be followed at all (no get, list or watch in
+//! Kueue's manager's leader-election Lease, followed live for the live modes' context (the one
+//! stream `lease --watch` and `gate --watch` both follow it by): the same list-then-watch as
+//! dispatch's Lease ([`reflector::lease`]), its reads as [`Fetched`] facts. A Lease that may not be followed at all (no get, list or watch in
 //! Kueue's namespace) is a fact, `Forbidden`, never the end of the command: Kueue's heartbeat
 //! is context, not a check. The stream then ends.
 
@@ -21,6 +21,9 @@ pub enum KueueLeaseUpdate {
     /// What the connection did. A refusal here is one that ends every stream alike (a
     /// rejected credential), never a forbidden Lease.
     Link(LinkEvent),
+    /// List and watch are forbidden, get is allowed: the Lease is polled with get. Whether
+    /// that is said is the live mode's (`gate --watch` says it, `lease --watch` does not).
+    Polling { every: std::time::Duration, rule: String },
 }
 
 /// Follows Kueue's manager's Lease by name (`--kueue-lease`, else
@@ -28,20 +31,20 @@ pub enum KueueLeaseUpdate {
 /// at once: a live mode calls it once the reads that decide were answered, so that a rejected
 /// credential is said once, by those, rather than raced by this stream.
 pub fn kueue_lease(conn: &Connection, lease: &LeaseRef) -> impl Stream<Item = KueueLeaseUpdate> + Send + 'static {
-    reflector::lease(conn, lease).filter_map(|update| futures::future::ready(from_lease(update)))
+    reflector::lease(conn, lease).map(from_lease)
 }
 
-/// One update of the Lease's stream as Kueue's: polling is no news here.
-pub fn from_lease(update: LeaseUpdate) -> Option<KueueLeaseUpdate> {
-    Some(match update {
+/// One update of the Lease's stream as Kueue's.
+pub fn from_lease(update: LeaseUpdate) -> KueueLeaseUpdate {
+    match update {
         LeaseUpdate::Lease(Some(facts)) => KueueLeaseUpdate::Lease(Fetched::Found(facts)),
         LeaseUpdate::Lease(None) => KueueLeaseUpdate::Lease(Fetched::Missing),
         LeaseUpdate::Forbidden(rule) | LeaseUpdate::Link(LinkEvent::Refused(Refusal::Forbidden { rule, .. })) => {
             KueueLeaseUpdate::Lease(Fetched::Forbidden(Denied { rule }))
         }
         LeaseUpdate::Link(event) => KueueLeaseUpdate::Link(event),
-        LeaseUpdate::Polling { .. } => return None,
-    })
+        LeaseUpdate::Polling { every, rule } => KueueLeaseUpdate::Polling { every, rule },
+    }
 }
 
 #[cfg(test)]
@@ -56,15 +59,16 @@ mod tests {
         }));
         let forbidden =
             KueueLeaseUpdate::Lease(Fetched::Forbidden(Denied { rule: "get, list and watch leases".into() }));
-        assert_eq!(from_lease(refused), Some(forbidden.clone()));
-        assert_eq!(from_lease(LeaseUpdate::Forbidden("get, list and watch leases".into())), Some(forbidden));
-        assert_eq!(from_lease(LeaseUpdate::Lease(None)), Some(KueueLeaseUpdate::Lease(Fetched::Missing)));
-        let polling = LeaseUpdate::Polling { every: std::time::Duration::from_secs(3), rule: "list".into() };
-        assert_eq!(from_lease(polling), None);
+        assert_eq!(from_lease(refused), forbidden.clone());
+        assert_eq!(from_lease(LeaseUpdate::Forbidden("get, list and watch leases".into())), forbidden);
+        assert_eq!(from_lease(LeaseUpdate::Lease(None)), KueueLeaseUpdate::Lease(Fetched::Missing));
+        let every = std::time::Duration::from_secs(3);
+        let polling = LeaseUpdate::Polling { every, rule: "list".into() };
+        assert_eq!(from_lease(polling), KueueLeaseUpdate::Polling { every, rule: "list".into() });
         let unauthorized = LinkEvent::Refused(Refusal::Unauthorized { server: "https://k".into() });
         assert_eq!(
             from_lease(LeaseUpdate::Link(unauthorized.clone())),
-            Some(KueueLeaseUpdate::Link(unauthorized)),
+            KueueLeaseUpdate::Link(unauthorized),
             "a rejected credential ends the command as it would on dispatch's Lease"
         );
     }
