@@ -16,7 +16,7 @@ use serde_json::Value;
 use support::fixtures;
 use support::kueue::{Kueue, condition};
 use support::watch::Watch;
-use support::{Run, eventually};
+use support::{Cluster, Run, eventually};
 
 const NS: &str = "ml";
 const CHECK: &str = "dispatch";
@@ -390,6 +390,24 @@ fn kueue_status_sample(run: &Run, status: &str) -> Option<String> {
     run.stdout.lines().find_map(|l| l.strip_prefix(&prefix).map(str::to_string))
 }
 
+/// Waits until Kueue's manager holds its Lease, and returns it. Until the manager has created
+/// it, the Lease does not exist: that is a wait, not a failure.
+fn kueue_lease_held(c: &Cluster, what: &str, limit: Duration) -> Value {
+    let (kns, kname) = KUEUE_LEASE.split_once('/').unwrap();
+    eventually(what, limit, || {
+        let out = c.kubectl(&["get", "lease", "-n", kns, kname, "-o", "json"], None);
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+        let lease: Value = serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())?;
+        if lease["spec"]["holderIdentity"].as_str().is_some_and(|h| !h.is_empty()) {
+            Ok(lease)
+        } else {
+            Err(lease.to_string())
+        }
+    })
+}
+
 /// Kueue's own heartbeat, through Kueue v0.19.2's real manager run with leader election on:
 /// while it leads, the plugin shows its Lease as Kubernetes holds it and adds no line; once the
 /// manager is SIGKILLed and its Lease goes stale, the gate (still yes: Kueue's heartbeat is not
@@ -403,19 +421,7 @@ fn kueues_own_heartbeat_v0_19_2_leader_election() {
     let k = Kueue::start_and("v0.19.2", &["--kueue-leader-elect"]);
     let c = &k.cluster;
     let (kns, kname) = KUEUE_LEASE.split_once('/').unwrap();
-    let held = eventually("Kueue's manager takes its Lease", Duration::from_secs(90), || {
-        // Until the manager has created it, the Lease does not exist: that is a wait, not a failure.
-        let out = c.kubectl(&["get", "lease", "-n", kns, kname, "-o", "json"], None);
-        if !out.status.success() {
-            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
-        }
-        let lease: Value = serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())?;
-        if lease["spec"]["holderIdentity"].as_str().is_some_and(|h| !h.is_empty()) {
-            Ok(lease)
-        } else {
-            Err(lease.to_string())
-        }
-    });
+    let held = kueue_lease_held(c, "Kueue's manager takes its Lease", Duration::from_secs(90));
     assert_eq!(held["spec"]["leaseDurationSeconds"], 15, "{held}");
     team_a_behind_dispatch(&k, "");
     // A Job that can never fit in team-a's 8 cpu waits for quota.
@@ -600,21 +606,7 @@ fn gate_watch_follows_kueues_own_heartbeat_v0_19_2() {
     let k = Kueue::start_and("v0.19.2", &["--kueue-leader-elect"]);
     let c = &k.cluster;
     let (kns, kname) = KUEUE_LEASE.split_once('/').unwrap();
-    let held = |what: &str| {
-        eventually(what, Duration::from_secs(120), || {
-            let out = c.kubectl(&["get", "lease", "-n", kns, kname, "-o", "json"], None);
-            if !out.status.success() {
-                return Err(String::from_utf8_lossy(&out.stderr).into_owned());
-            }
-            let lease: Value = serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())?;
-            if lease["spec"]["holderIdentity"].as_str().is_some_and(|h| !h.is_empty()) {
-                Ok(lease)
-            } else {
-                Err(lease.to_string())
-            }
-        })
-    };
-    held("Kueue's manager takes its Lease");
+    kueue_lease_held(c, "Kueue's manager takes its Lease", Duration::from_secs(120));
     team_a_behind_dispatch(&k, "");
     let mut kubectl = support::watch::Watch::spawn(
         c.command("kubectl", &["get", "lease", "-n", kns, kname, "-w", "--output-watch-events", "-o", "json"]),

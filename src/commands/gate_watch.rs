@@ -244,38 +244,10 @@ mod tests {
     use super::*;
     use crate::core::fetched::{Denied, Fetched};
     use crate::core::gate::{GateFacts, GateSettings};
-    use crate::core::kueue::{AdmissionCheck, CheckRule, ClusterQueue, Condition};
     use crate::core::lease::LeaseFacts;
+    use crate::core::live_gate::sample::{at, facts};
     use crate::core::live_gate::{Fact, ListChange};
     use crate::core::waiting::Waiting;
-
-    fn at(secs: i64) -> Timestamp {
-        "2026-11-30T12:00:00Z".parse::<Timestamp>().unwrap() + SignedDuration::from_secs(secs)
-    }
-
-    fn facts(renewed: i64) -> GateFacts {
-        let active = Condition { status: "True".into(), reason: None, message: None, last_transition: None };
-        GateFacts {
-            cluster_queues: Fetched::Found(vec![ClusterQueue {
-                name: "team-a".into(),
-                admission_checks: vec![CheckRule { name: "dispatch".into(), on_flavors: vec![] }],
-                active: None,
-            }]),
-            admission_checks: Fetched::Found(vec![AdmissionCheck {
-                name: "dispatch".into(),
-                controller_name: Some("dispatch-admission".into()),
-                active: Some(active),
-            }]),
-            lease: Fetched::Found(LeaseFacts {
-                holder: Some("a".into()),
-                renew_time: Some(at(renewed)),
-                acquire_time: Some(at(0)),
-                duration_seconds: Some(15),
-                transitions: Some(0),
-            }),
-            holder: None,
-        }
-    }
 
     /// A wall clock that moves with tokio's (paused) time.
     struct TokioClock {

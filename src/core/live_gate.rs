@@ -375,18 +375,22 @@ impl LiveGate {
     }
 }
 
+/// A gate's facts and times for the tests of this state and of the live loop that drives it.
 #[cfg(test)]
-mod tests {
-    use k8s_openapi::jiff::SignedDuration;
+pub(crate) mod sample {
+    use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
-    use super::*;
-    use crate::core::kueue::{CheckRule, Condition};
+    use crate::core::fetched::Fetched;
+    use crate::core::gate::GateFacts;
+    use crate::core::kueue::{AdmissionCheck, CheckRule, ClusterQueue, Condition};
+    use crate::core::lease::LeaseFacts;
 
-    fn at(secs: i64) -> Timestamp {
+    pub fn at(secs: i64) -> Timestamp {
         "2026-11-30T12:00:00Z".parse::<Timestamp>().unwrap() + SignedDuration::from_secs(secs)
     }
 
-    fn facts(renewed: i64) -> GateFacts {
+    /// ClusterQueue team-a behind dispatch's Active check, the Lease renewed at `renewed`.
+    pub fn facts(renewed: i64) -> GateFacts {
         let active = Condition { status: "True".into(), reason: None, message: None, last_transition: None };
         GateFacts {
             cluster_queues: Fetched::Found(vec![ClusterQueue {
@@ -409,6 +413,12 @@ mod tests {
             holder: None,
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sample::{at, facts};
+    use super::*;
 
     #[test]
     fn a_stale_lease_growing_older_keeps_its_signature_and_a_verdict_change_changes_it() {
