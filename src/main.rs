@@ -51,7 +51,7 @@ fn run(invocation: &Invocation, verbosity: u8) -> Exit {
     };
     let mut out = ClosedPipe::new(io::BufWriter::new(stdout), !invocation.verb.is_live());
     let mut err = Screen::new(io::stderr(), Allow { clear_line: false, ..allow });
-    let log = Log::new(verbosity, Lines::new(Box::new(io::stderr())));
+    let log = Log::new(verbosity, Lines::stderr());
     let clock = SystemClock;
     // Checked when the command line was resolved: this parses the same text again.
     let printer = match invocation.printer.as_ref().map(Printer::new).transpose() {
@@ -123,7 +123,7 @@ fn report(e: &Error) -> Exit {
     {
         return Exit::Failed;
     }
-    let stderr = Lines::new(Box::new(io::stderr()));
+    let stderr = Lines::stderr();
     stderr.error(&e.to_string());
     if let Some(hint) = e.hint() {
         stderr.foreign(&hint);

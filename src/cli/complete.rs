@@ -71,7 +71,7 @@ pub fn print_script(shell: CompletionShell) -> Exit {
         Ok(()) => Exit::Yes,
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Exit::Yes,
         Err(e) => {
-            Lines::new(Box::new(std::io::stderr())).error(&format!("cannot write the completion script: {e}"));
+            Lines::stderr().error(&format!("cannot write the completion script: {e}"));
             Exit::Failed
         }
     }

@@ -6,8 +6,6 @@ pub mod args;
 pub mod complete;
 pub mod resolve;
 
-use std::io;
-
 use clap::{CommandFactory, FromArgMatches};
 
 use crate::error::Error;
@@ -63,7 +61,7 @@ fn usage(e: clap::Error) -> Exit {
         let listed: Vec<&str> = lines.take_while(|l| l.starts_with("  ")).map(str::trim).collect();
         line = format!("{line} {}", listed.join(", "));
     }
-    let stderr = Lines::new(Box::new(io::stderr()));
+    let stderr = Lines::stderr();
     stderr.error(&line);
     stderr.ours("See 'kubectl dispatch --help' for usage.");
     Exit::Usage

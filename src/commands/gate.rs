@@ -170,7 +170,7 @@ pub async fn run(conn: &Connection, opts: &GateOptions<'_>, deps: &mut Deps<'_>)
     let collected = collect(conn, opts, deps.log).await?;
     let run = judge(collected, opts, &conn.namespace, now);
     for w in &run.warnings {
-        let _ = writeln!(deps.err, "Warning: {}", crate::text::sanitize::escape(w));
+        deps.warn(w);
     }
     if let Some(printer) = deps.printer {
         printer.print(&run.document(), deps.out)?;

@@ -51,7 +51,7 @@ pub async fn run(
     })
     .await?;
     if let Some(w) = &served.warning {
-        let _ = writeln!(deps.err, "Warning: {}", crate::text::sanitize::escape(w));
+        deps.warn(w);
     }
     let streams =
         streams::streams(conn, &served.kueue, opts.settings, opts.all_states, namespace.as_deref(), opts.selector);
@@ -156,7 +156,7 @@ async fn follow(
         let lease = state.lease().and_then(|f| f.found());
         let warnings = super::gate::warnings((None, None), lease, state.waiting_forbidden(), now);
         for w in warnings.iter().filter(|w| !warned.contains(*w)) {
-            let _ = writeln!(deps.err, "Warning: {}", crate::text::sanitize::escape(w));
+            deps.warn(w);
         }
         warned = warnings.into_iter().collect();
         let verdict = state.verdict(now);

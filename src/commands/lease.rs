@@ -30,7 +30,7 @@ pub async fn run(conn: &Connection, lease_ref: &LeaseRef, output: Output, deps: 
     warnings.extend(skew::lease_in_future(assessment.facts.as_ref(), now));
     let run = LeaseRun { assessment, warnings, now };
     for w in &run.warnings {
-        let _ = writeln!(deps.err, "Warning: {}", crate::text::sanitize::escape(w));
+        deps.warn(w);
     }
     match deps.printer {
         Some(printer) => printer.print(&run.document(), deps.out)?,

@@ -25,6 +25,14 @@ pub struct Deps<'a> {
     pub printer: Option<&'a crate::render::printer::Printer>,
 }
 
+impl Deps<'_> {
+    /// `Warning: ...` on stderr, the text escaped whole (it often carries a server's or a
+    /// Lease's words), as every verb prints its warnings. A failed write is not worth a word.
+    pub fn warn(&mut self, text: &str) {
+        let _ = writeln!(self.err, "Warning: {}", crate::text::sanitize::escape(text));
+    }
+}
+
 /// Resolves on Ctrl-C or SIGTERM.
 pub async fn shutdown() {
     #[cfg(unix)]

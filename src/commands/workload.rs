@@ -97,7 +97,7 @@ pub async fn run(
         warnings.extend(skew::lease_in_future(input.gate.lease.found(), now));
     }
     for w in &warnings {
-        let _ = writeln!(deps.err, "Warning: {}", crate::text::sanitize::escape(w));
+        deps.warn(w);
     }
     let through = explanation.stage.is_through();
     let run = WorkloadRun { explanation, warnings, now };

@@ -26,6 +26,11 @@ impl Lines {
         Lines(Arc::new(Mutex::new(Box::new(Screen::new(sink, Allow::default())))))
     }
 
+    /// Lines to the process's stderr.
+    pub fn stderr() -> Lines {
+        Lines::new(Box::new(io::stderr()))
+    }
+
     /// Writes nowhere.
     pub fn discard() -> Lines {
         Lines::new(Box::new(std::io::sink()))
