@@ -28,8 +28,7 @@ pub struct Access {
 impl Access {
     /// `get leases.coordination.k8s.io "dispatch-admission" in namespace dispatch-system`.
     pub fn rule(&self) -> String {
-        let resource =
-            if self.group.is_empty() { self.resource.to_string() } else { format!("{}.{}", self.resource, self.group) };
+        let resource = qualified(self.group, self.resource);
         let name = self.name.as_deref().map(|n| format!(" {n:?}")).unwrap_or_default();
         let scope = match (&self.namespace, cluster_scoped(self.resource)) {
             (Some(ns), _) => format!(" in namespace {ns}"),
@@ -38,6 +37,12 @@ impl Access {
         };
         format!("{} {resource}{name}{scope}", self.verb)
     }
+}
+
+/// `leases.coordination.k8s.io`, or `pods` for the core group: a resource as RBAC and kubectl
+/// name it.
+pub fn qualified(group: &str, resource: &str) -> String {
+    if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") }
 }
 
 fn cluster_scoped(resource: &str) -> bool {

@@ -7,7 +7,7 @@
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::core::doctor::{RbacPlan, RbacRule, RbacScope, RbacSubject};
+use crate::core::doctor::{RbacPlan, RbacRule, RbacScope, RbacSubject, qualified};
 use crate::text::sanitize::escape;
 
 const GROUP: &str = "rbac.authorization.k8s.io";
@@ -39,8 +39,7 @@ pub fn manifest(plan: &RbacPlan) -> String {
 
 /// `leases "dispatch-admission" in dispatch-system: get, list, watch`.
 fn rule_words(scope: &RbacScope, rule: &RbacRule) -> String {
-    let resource =
-        if rule.group.is_empty() { rule.resource.to_string() } else { format!("{}.{}", rule.resource, rule.group) };
+    let resource = qualified(rule.group, rule.resource);
     let name = rule.name.as_deref().map(|n| format!(" {n:?}")).unwrap_or_default();
     let scope = match &scope.namespace {
         Some(ns) => format!(" in {ns}"),
