@@ -200,9 +200,17 @@ fn an_etcd_compaction_past_the_watch_is_one_relist_and_the_rows_continue() {
     w.wait_for("b's renewal", 20 * S, is_event("renewed"));
     let (code, seen, stderr) = w.stop();
     assert_eq!(code, 0);
+    // Two streams (dispatch's Lease and Kueue's) are cut and both meet the 410: one
+    // expiry is said, after the second cut, before or after `resumed` as the streams race.
+    let lines = connection_lines(&stderr);
+    assert_eq!(lines.iter().filter(|l| **l == "expired").count(), 1, "{stderr:#?}");
     assert_eq!(
-        connection_lines(&stderr),
-        ["interrupted", "resumed", "interrupted", "resumed", "expired"],
+        lines.iter().copied().filter(|l| *l != "expired").collect::<Vec<_>>(),
+        ["interrupted", "resumed", "interrupted", "resumed"],
+        "{stderr:#?}"
+    );
+    assert!(
+        lines.iter().position(|l| *l == "expired") > lines.iter().rposition(|l| *l == "interrupted"),
         "{stderr:#?}"
     );
     let expired = stderr.iter().find(|l| l.starts_with("watch expired: ")).unwrap();

@@ -127,9 +127,12 @@ impl LinkStatus {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stream {
+    /// Not answered yet.
     Connecting,
     Up,
     Down,
+    /// Answered with a 410: live again only when its relist is answered.
+    Relisting,
 }
 
 /// The connection of `n` streams.
@@ -172,9 +175,10 @@ impl Link {
                 }
             }
             LinkEvent::Expired(cause) => {
-                // The server answered; the stream is not live until its relist is.
+                // The server answered; the stream is not live until its relist is, and an
+                // outage is not over while it relists.
                 if *slot == Stream::Up {
-                    *slot = Stream::Connecting;
+                    *slot = Stream::Relisting;
                 }
                 if !std::mem::replace(&mut self.expiry_said, true) {
                     say.push(Say::Expired(cause));
@@ -192,7 +196,8 @@ impl Link {
             }
             LinkEvent::Up => {
                 *slot = Stream::Up;
-                if self.outage.is_some() && !self.streams.contains(&Stream::Down) {
+                let pending = self.streams.iter().any(|s| matches!(s, Stream::Down | Stream::Relisting));
+                if self.outage.is_some() && !pending {
                     self.outage = None;
                     self.expiry_said = false;
                     say.push(Say::Resumed);
@@ -360,5 +365,41 @@ mod tests {
         assert!(l.observe(0, LinkEvent::Up, at(9)).is_empty());
         assert_eq!(l.status(at(9)), LinkStatus::Live);
         assert_eq!(l.observe(0, LinkEvent::Expired("410".into()), at(20)).len(), 1, "a later expiry is said again");
+    }
+
+    #[test]
+    fn one_cut_of_two_streams_that_both_expire_is_one_expiry_and_one_resumed_in_any_order() {
+        // Seen in CI: after a cut, stream 0's watch was accepted and got its 410 before
+        // stream 1 was answered; stream 1's answer must not end the outage while stream 0
+        // relists, nor let stream 1's own 410 be said a second time.
+        let orders: [&[(usize, bool)]; 3] = [
+            &[(0, false), (0, true), (1, false), (1, true), (0, false), (1, false)],
+            &[(0, false), (1, false), (0, true), (1, true), (1, false), (0, false)],
+            &[(1, false), (1, true), (0, false), (0, true), (0, false), (1, false)],
+        ];
+        for order in orders {
+            let mut l = Link::new(2);
+            l.observe(0, LinkEvent::Up, at(0));
+            l.observe(1, LinkEvent::Up, at(0));
+            let mut said: Vec<Say> = l.observe(0, down(), at(1));
+            said.extend(l.observe(1, down(), at(1)));
+            for &(i, expired) in order {
+                let e = if expired { LinkEvent::Expired("410".into()) } else { LinkEvent::Up };
+                said.extend(l.observe(i, e, at(3)));
+            }
+            let kinds: Vec<&str> = said
+                .iter()
+                .map(|s| match s {
+                    Say::Interrupted(_) => "interrupted",
+                    Say::Resumed => "resumed",
+                    Say::Expired(_) => "expired",
+                    Say::Warning(_) => "warning",
+                })
+                .collect();
+            assert_eq!(kinds.iter().filter(|k| **k == "expired").count(), 1, "{order:?}: {kinds:?}");
+            assert_eq!(kinds.iter().filter(|k| **k == "resumed").count(), 1, "{order:?}: {kinds:?}");
+            assert_eq!(kinds[0], "interrupted");
+            assert_eq!(l.status(at(4)), LinkStatus::Live);
+        }
     }
 }
