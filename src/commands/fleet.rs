@@ -1,18 +1,21 @@
 //! `gate --context a --context b ...` and `gate --all-contexts`: the gate on several clusters
 //! at once. Each context is named once (a repeated `--context` is judged once, so `-o
-//! prometheus` has no duplicate series), and at most `--max-concurrency` are connected and
-//! judged at a time, each on a thread of its own: a kubeconfig of 300 contexts runs 8 threads,
-//! runtimes and exec credential plugins at once, not 300. Each of a context's requests (and its
-//! exec plugin's run) is bounded by `--request-timeout` when set, else by [`REQUEST_BOUND`]: a
-//! dead cluster holds up no other beyond that, while a big one that answers page after page is
-//! judged however long its pages take together.
+//! prometheus` has no duplicate series). At most `--max-concurrency` connect at a time (their
+//! exec credential plugins, their first round trip) and at most as many are read and judged,
+//! each stage on threads of its own: a kubeconfig of 300 contexts runs 16 threads and 8 exec
+//! plugins at once, not 300, and a silent cluster waits out its timeout beside the others.
+//! Each of a context's requests (and its exec plugin's run) is bounded by `--request-timeout`
+//! when set, else by [`REQUEST_BOUND`]: a dead cluster holds up no other beyond that, while a
+//! big one that answers page after page is judged however long its pages take together.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, mpsc};
 use std::time::Duration;
 
 use super::Deps;
 use super::gate::{self, GateOptions};
 use crate::cluster::connecting::connect;
+use crate::cluster::reading::fetch::{self, Kueue};
 use crate::core::gate::GateSettings;
 use crate::core::verdict::Verdict;
 use crate::error::Error;
@@ -48,32 +51,7 @@ pub fn run(opts: &FleetOptions<'_>, deps: &mut Deps<'_>) -> Result<Exit, Error> 
         Fleet::All => crate::cluster::connecting::kubeconfig::context_names(opts.connection)?,
     };
     let names = once_each(names);
-    let (log, clock) = (deps.log, deps.clock);
-    // Workers, each a thread with a current-thread runtime per context it takes: the contexts'
-    // responses are decoded in parallel on every core, not interleaved on one.
-    let next = AtomicUsize::new(0);
-    let workers = opts.max_concurrency.clamp(1, names.len().max(1));
-    let mut outcomes: Vec<Option<Result<crate::report::GateRun, String>>> = names.iter().map(|_| None).collect();
-    std::thread::scope(|scope| {
-        let threads: Vec<_> = (0..workers)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut done = Vec::new();
-                    while let Some(name) = names.get(next.fetch_add(1, Ordering::Relaxed)) {
-                        done.push((name.clone(), judge_on_own_thread(name, opts, log, clock)));
-                    }
-                    done
-                })
-            })
-            .collect();
-        for thread in threads {
-            for (name, outcome) in thread.join().unwrap_or_default() {
-                if let Some(i) = names.iter().position(|n| *n == name) {
-                    outcomes[i] = Some(outcome);
-                }
-            }
-        }
-    });
+    let outcomes = judge_all(&names, opts, deps.log, deps.clock);
     let results: Vec<ContextResult> = names
         .iter()
         .zip(outcomes)
@@ -87,34 +65,120 @@ pub fn run(opts: &FleetOptions<'_>, deps: &mut Deps<'_>) -> Result<Exit, Error> 
     Ok(worst(&results))
 }
 
+/// Connected contexts that may wait for a reader, per worker: enough that a silent cluster's
+/// first request is sent while the others are read, so it waits out its timeout beside them
+/// rather than after them; few enough that a kubeconfig of 300 contexts holds at most 4 × the
+/// limit idle connections (each a socket, its TLS state and a runtime: no thread).
+const WAITING_PER_WORKER: usize = 4;
+
+/// A context connected and answered once (discovery), waiting to be read: its own
+/// current-thread runtime, which drives its connection wherever it is blocked on.
+struct Connected {
+    index: usize,
+    runtime: tokio::runtime::Runtime,
+    conn: connect::Connection,
+    kueue: Kueue,
+}
+
+type Outcome = Result<crate::report::GateRun, String>;
+
+/// Judges every context in two stages, each at most `--max-concurrency` at once, with threads
+/// of their own: connecting (the exec plugin, the first round trip) and reading (the lists,
+/// then the judgement). The contexts' responses are decoded in parallel on every core, and a
+/// context whose server never answers holds one connecting worker for its timeout while the
+/// readers go on with the others: it is not the last thing the fleet waits for.
+fn judge_all(
+    names: &[String],
+    opts: &FleetOptions<'_>,
+    log: &crate::log::Log,
+    clock: &dyn crate::clock::Clock,
+) -> Vec<Option<Outcome>> {
+    let outcomes: Mutex<Vec<Option<Outcome>>> = Mutex::new(names.iter().map(|_| None).collect());
+    let record = |i: usize, outcome: Outcome| {
+        if let Some(slot) = outcomes.lock().unwrap_or_else(|e| e.into_inner()).get_mut(i) {
+            *slot = Some(outcome);
+        }
+    };
+    let workers = opts.max_concurrency.clamp(1, names.len().max(1));
+    let next = AtomicUsize::new(0);
+    let (ready, waiting) = mpsc::sync_channel::<Connected>(workers * WAITING_PER_WORKER);
+    let waiting = Mutex::new(waiting);
+    std::thread::scope(|scope| {
+        let mut threads = Vec::new();
+        for _ in 0..workers {
+            let ready = ready.clone();
+            threads.push(scope.spawn(|| {
+                let ready = ready;
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(name) = names.get(index) else { break };
+                    match connect_on_own_runtime(index, name, opts, log) {
+                        Ok(connected) => {
+                            if let Err(mpsc::SendError(lost)) = ready.send(connected) {
+                                record(lost.index, Err("the judging thread failed".into()));
+                            }
+                        }
+                        Err(e) => record(index, Err(e)),
+                    }
+                }
+            }));
+        }
+        drop(ready);
+        for _ in 0..workers {
+            threads.push(scope.spawn(|| {
+                loop {
+                    let taken = waiting.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                    let Ok(c) = taken else { break };
+                    let outcome = c.runtime.block_on(read_and_judge(&c.conn, c.kueue, opts, log, clock));
+                    record(c.index, outcome);
+                }
+            }));
+        }
+        // A thread that failed leaves its contexts unjudged (`None`), never the others.
+        for thread in threads {
+            let _ = thread.join();
+        }
+    });
+    outcomes.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The names in their first order, each once.
 fn once_each(names: Vec<String>) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
     names.into_iter().filter(|n| seen.insert(n.clone())).collect()
 }
 
-fn judge_on_own_thread(
+/// Connects to context `name` on a runtime of its own and asks discovery: the first round
+/// trip, which a silent server never answers.
+fn connect_on_own_runtime(
+    index: usize,
     name: &str,
     opts: &FleetOptions<'_>,
     log: &crate::log::Log,
-    clock: &dyn crate::clock::Clock,
-) -> Result<crate::report::GateRun, String> {
+) -> Result<Connected, String> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
-    runtime.block_on(judge_one(name, opts, log, clock))
-}
-
-async fn judge_one(
-    name: &str,
-    opts: &FleetOptions<'_>,
-    log: &crate::log::Log,
-    clock: &dyn crate::clock::Clock,
-) -> Result<crate::report::GateRun, String> {
     let mut args = opts.connection.clone();
     args.context = Some(name.to_string());
     // Never the terminal, nor stderr: several plugins would talk at once.
     let request_timeout = Some(opts.timeout.unwrap_or(REQUEST_BOUND));
     let manner = connect::Manner { request_timeout, interactive: false, pass_stderr: false };
-    let conn = connect::connect(&args, manner, log).await.map_err(|e| e.to_string())?;
+    let (conn, kueue) = runtime
+        .block_on(async {
+            let conn = connect::connect(&args, manner, log).await?;
+            let kueue = fetch::discover_kueue(&conn, log).await?;
+            Ok::<_, Error>((conn, kueue))
+        })
+        .map_err(|e| e.to_string())?;
+    Ok(Connected { index, runtime, conn, kueue })
+}
+
+async fn read_and_judge(
+    conn: &connect::Connection,
+    kueue: Kueue,
+    opts: &FleetOptions<'_>,
+    log: &crate::log::Log,
+    clock: &dyn crate::clock::Clock,
+) -> Outcome {
     let gate_opts = GateOptions {
         settings: opts.settings,
         output: opts.output,
@@ -124,7 +188,7 @@ async fn judge_one(
         sort_by: opts.sort_by,
     };
     let now = clock.now();
-    let collected = gate::collect(&conn, &gate_opts, log).await.map_err(|e| e.to_string())?;
+    let collected = gate::collect_discovered(conn, kueue, &gate_opts, log).await.map_err(|e| e.to_string())?;
     Ok(gate::judge(collected, &gate_opts, &conn.namespace, now))
 }
 

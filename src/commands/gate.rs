@@ -50,6 +50,16 @@ pub struct Collected {
 /// Kueue's conversion webhook does not answer ([`fetch::read_served`]).
 pub async fn collect(conn: &Connection, opts: &GateOptions<'_>, log: &Log) -> Result<Collected, Error> {
     let kueue = fetch::discover_kueue(conn, log).await?;
+    collect_discovered(conn, kueue, opts, log).await
+}
+
+/// [`collect`] after its first round trip: what discovery found is `kueue`.
+pub async fn collect_discovered(
+    conn: &Connection,
+    kueue: Kueue,
+    opts: &GateOptions<'_>,
+    log: &Log,
+) -> Result<Collected, Error> {
     let lease_and_holder = async {
         let lease = &opts.settings.lease;
         let fetched = fetch::lease(conn, lease, log).await?;
