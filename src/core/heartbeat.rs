@@ -132,14 +132,25 @@ pub struct Tracker {
     last_label: Option<&'static str>,
     changes_only: bool,
     pub gaps: Gaps,
-    /// Set once a takeover was seen.
+    /// Set once a takeover was seen: a new holder after another, directly or after a spell
+    /// with no holder (a release then an acquire) or no Lease.
     pub took_over: bool,
+    /// The last holder seen, kept through a spell with no holder.
+    last_holder: Option<String>,
 }
 
 impl Tracker {
     /// `changes_only`: renewals that change nothing else are not reported.
     pub fn new(lease: LeaseRef, changes_only: bool) -> Tracker {
-        Tracker { lease, last: None, last_label: None, changes_only, gaps: Gaps::default(), took_over: false }
+        Tracker {
+            lease,
+            last: None,
+            last_label: None,
+            changes_only,
+            gaps: Gaps::default(),
+            took_over: false,
+            last_holder: None,
+        }
     }
 
     /// The current assessment at `now`.
@@ -175,6 +186,11 @@ impl Tracker {
         let label = assessment.state.label();
         let label_changed = self.last_label != Some(label);
         let mut kinds: Vec<ChangeKind> = self.classify(previous.as_ref(), &next, label).into_iter().collect();
+        if let Fetched::Found(f) = &next
+            && let Some(h) = f.holder()
+        {
+            self.last_holder = Some(h.to_string());
+        }
         // A takeover that ends a stale spell is also the moment it is fresh again.
         if matches!(kinds.first(), Some(ChangeKind::Takeover { .. })) && label_changed {
             kinds.push(if label == "fresh" { ChangeKind::Fresh } else { ChangeKind::Status });
@@ -182,6 +198,11 @@ impl Tracker {
         self.last = Some(next);
         self.last_label = Some(label);
         kinds.into_iter().map(|kind| Change { kind, at: now, assessment: assessment.clone() }).collect()
+    }
+
+    /// `new` is held, by another than the last holder seen.
+    fn handed_over(&self, new: &LeaseFacts) -> bool {
+        matches!((self.last_holder.as_deref(), new.holder()), (Some(last), Some(now)) if last != now)
     }
 
     fn classify(
@@ -194,16 +215,23 @@ impl Tracker {
         let Some(previous) = previous else { return Some(ChangeKind::Observed) };
         match (previous, next) {
             (Fetched::Found(_), Fetched::Missing) => Some(ChangeKind::Deleted),
-            (Fetched::Missing, Fetched::Found(_)) => Some(ChangeKind::Created),
+            (Fetched::Missing, Fetched::Found(new)) => {
+                // Created by another holder than the last: a holder change all the same.
+                if self.handed_over(new) {
+                    self.took_over = true;
+                }
+                Some(ChangeKind::Created)
+            }
             (Fetched::Found(old), Fetched::Found(new)) => {
-                if old.holder() != new.holder() && new.holder().is_some() && old.holder().is_some() {
+                // A holder after another, directly or after a release (a spell with no holder).
+                if old.holder() != new.holder() && self.handed_over(new) {
                     self.took_over = true;
                     let gap = match (old.renew_time, new.renew_time.or(new.acquire_time)) {
                         (Some(a), Some(b)) => Some(b.duration_since(a)),
                         _ => None,
                     };
                     return Some(ChangeKind::Takeover {
-                        from: old.holder().unwrap_or_default().to_string(),
+                        from: self.last_holder.clone().unwrap_or_default(),
                         to: new.holder().unwrap_or_default().to_string(),
                         gap,
                         transitions: new.transitions,
@@ -301,6 +329,34 @@ mod tests {
             }
         );
         assert!(t.took_over);
+    }
+
+    #[test]
+    fn a_release_then_an_acquire_by_another_is_a_takeover_and_by_the_same_is_not() {
+        let released = || {
+            Observation::Lease(Some(LeaseFacts {
+                holder: None,
+                renew_time: Some(at(4)),
+                acquire_time: Some(at(0)),
+                duration_seconds: Some(1),
+                transitions: Some(0),
+            }))
+        };
+        let mut t = Tracker::new(LeaseRef::default(), false);
+        t.observe(lease("a", 0, 0), at(0));
+        assert!(!kinds(t.observe(released(), at(4))).contains(&"takeover".to_string()));
+        assert!(!t.took_over, "a release alone is no holder change");
+        t.observe(lease("a", 5, 0), at(5));
+        assert!(!t.took_over, "the same holder back is none either");
+        t.observe(released(), at(6));
+        let c = t.observe(lease("b", 7, 1), at(7));
+        assert!(t.took_over, "a then nobody then b: the holder changed");
+        assert!(matches!(&c[0].kind, ChangeKind::Takeover { from, to, .. } if from == "a" && to == "b"), "{c:?}");
+        let mut t = Tracker::new(LeaseRef::default(), false);
+        t.observe(lease("a", 0, 0), at(0));
+        t.observe(Observation::Lease(None), at(3));
+        assert_eq!(kinds(t.observe(lease("b", 5, 1), at(5))), ["created"]);
+        assert!(t.took_over, "deleted, then created by b");
     }
 
     #[test]
