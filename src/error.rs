@@ -79,6 +79,11 @@ pub enum Error {
     #[error("{0}")]
     Usage(String),
 
+    /// An exec credential plugin that failed while a live mode was following (when the
+    /// credential was fetched anew): the plugin's own error, as the one-shot says it.
+    #[error("{message}")]
+    ExecLater { message: String },
+
     #[error("cannot write output: {0}")]
     Output(#[source] std::io::Error),
 }

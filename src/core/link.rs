@@ -35,6 +35,10 @@ pub enum Refusal {
     Forbidden { message: String, rule: String },
     /// 404 to a list or watch: the resource is not served (its CRD was deleted). Its path.
     NotServed { resource: String },
+    /// The exec credential plugin failed when the credential was fetched anew (after a 401,
+    /// or when it was due): `kubectl get -w` ends there too. The plugin's error, as the
+    /// one-shot says it.
+    Exec { message: String },
 }
 
 /// What a stream does with an answer of `code` to a list, watch or get.
@@ -52,7 +56,7 @@ pub enum OnStatus {
 
 /// What a stream has seen before an error status, for [`on_status`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Seen {
+pub struct History {
     /// A list, watch or get of this stream succeeded before.
     pub answered: bool,
     /// The credential was already fetched anew after a 401, and no answer accepted it since.
@@ -69,12 +73,12 @@ pub const NOT_FOUND_IN_A_ROW: u32 = 5;
 /// or 404 ends the stream, as `kubectl get -w` ends. After an answer, a 401 refreshes the
 /// credential once, then ends; a 403 (RBAC taken away while watching) is the stream's to
 /// show; a 404 that persists ends it (the resource is gone: its CRD was deleted).
-pub fn on_status(code: u16, seen: Seen) -> OnStatus {
+pub fn on_status(code: u16, history: History) -> OnStatus {
     match code {
-        401 if seen.answered && !seen.refreshed => OnStatus::Refresh,
+        401 if history.answered && !history.refreshed => OnStatus::Refresh,
         401 => OnStatus::End,
-        403 | 404 if !seen.answered => OnStatus::End,
-        404 if seen.not_found >= NOT_FOUND_IN_A_ROW => OnStatus::End,
+        403 | 404 if !history.answered => OnStatus::End,
+        404 if history.not_found >= NOT_FOUND_IN_A_ROW => OnStatus::End,
         _ => OnStatus::Retry,
     }
 }
@@ -285,22 +289,22 @@ mod tests {
 
     #[test]
     fn refusals_end_a_first_request_and_a_401_later_refreshes_once() {
-        let first = Seen { not_found: 1, ..Seen::default() };
+        let first = History { not_found: 1, ..History::default() };
         for code in [401, 403, 404] {
             assert_eq!(on_status(code, first), OnStatus::End, "{code} to the first request");
         }
-        let answered = Seen { answered: true, ..Seen::default() };
+        let answered = History { answered: true, ..History::default() };
         assert_eq!(on_status(401, answered), OnStatus::Refresh);
-        assert_eq!(on_status(401, Seen { refreshed: true, ..answered }), OnStatus::End, "refreshed once already");
+        assert_eq!(on_status(401, History { refreshed: true, ..answered }), OnStatus::End, "refreshed once already");
         assert_eq!(on_status(403, answered), OnStatus::Retry, "RBAC taken away: the stream shows it");
         for n in 1..NOT_FOUND_IN_A_ROW {
-            assert_eq!(on_status(404, Seen { not_found: n, ..answered }), OnStatus::Retry, "a restart, perhaps");
+            assert_eq!(on_status(404, History { not_found: n, ..answered }), OnStatus::Retry, "a restart, perhaps");
         }
-        let gone = Seen { not_found: NOT_FOUND_IN_A_ROW, ..answered };
+        let gone = History { not_found: NOT_FOUND_IN_A_ROW, ..answered };
         assert_eq!(on_status(404, gone), OnStatus::End, "the resource is gone");
         for code in [410, 429, 500, 503] {
             assert_eq!(on_status(code, first), OnStatus::Retry, "{code} is transient");
-            assert_eq!(on_status(code, Seen { refreshed: true, ..gone }), OnStatus::Retry, "{code} is transient");
+            assert_eq!(on_status(code, History { refreshed: true, ..gone }), OnStatus::Retry, "{code} is transient");
         }
     }
 
@@ -369,7 +373,7 @@ mod tests {
 
     #[test]
     fn one_cut_of_two_streams_that_both_expire_is_one_expiry_and_one_resumed_in_any_order() {
-        // Seen in CI: after a cut, stream 0's watch was accepted and got its 410 before
+        // History in CI: after a cut, stream 0's watch was accepted and got its 410 before
         // stream 1 was answered; stream 1's answer must not end the outage while stream 0
         // relists, nor let stream 1's own 410 be said a second time.
         let orders: [&[(usize, bool)]; 3] = [

@@ -25,6 +25,9 @@ use crate::core::link::{LinkEvent, OnStatus, Refusal, on_status};
 const WATCH_SECONDS: u32 = 290;
 /// Pages of a watch's list.
 const PAGE: u32 = 500;
+/// A watch that lasted this long, or brought an event, was an answer: the backoff starts
+/// again from its first step. One that ended sooner with nothing is retried with the backoff.
+const WATCH_LIVED: Duration = Duration::from_secs(1);
 /// How often a forbidden list is tried again (RBAC may be granted meanwhile).
 const FORBIDDEN_RETRY: Duration = Duration::from_secs(5);
 
@@ -165,6 +168,18 @@ struct Reflector<K> {
 /// The receiver is gone.
 struct Gone;
 
+/// What a failed list, watch or get leaves to its caller ([`Reflector::failed`]).
+enum Failure {
+    /// A 401 after an answer: retry at once, with a credential fetched anew.
+    Refreshed,
+    /// Said as an interruption and waited out: retry.
+    Retried,
+    /// 403: the caller's own way.
+    Forbidden,
+    /// 410 Gone: list again.
+    Expired,
+}
+
 /// How a list ended.
 enum Listed {
     /// Read whole; the resourceVersion to watch from.
@@ -200,7 +215,7 @@ where
     /// `Refresh`: said as an interruption; the caller retries at once, and the transport
     /// fetches a new credential for that request (it does after any 401). `End`: the refusal
     /// is sent and the stream stops (`Err(Gone)`).
-    fn permanent(&self, status: Option<&Status>) -> Result<OnStatus, Gone> {
+    fn on_error_status(&self, status: Option<&Status>) -> Result<OnStatus, Gone> {
         let Some(s) = status else { return Ok(OnStatus::Retry) };
         let answered = self.answered.load(Ordering::Relaxed);
         if s.code != 401 && s.code < 500 {
@@ -212,8 +227,9 @@ where
             404 => self.not_found.fetch_add(1, Ordering::Relaxed) + 1,
             _ => 0,
         };
-        let seen = crate::core::link::Seen { answered, refreshed: self.refreshed.load(Ordering::Relaxed), not_found };
-        let decided = match on_status(s.code, seen) {
+        let history =
+            crate::core::link::History { answered, refreshed: self.refreshed.load(Ordering::Relaxed), not_found };
+        let decided = match on_status(s.code, history) {
             // A first forbidden list is the stream's own to handle where it has another way.
             OnStatus::End if s.code == 403 && !matches!(self.forbidden, WhenForbidden::End) => OnStatus::Retry,
             other => other,
@@ -247,107 +263,141 @@ where
             let from = match version.take() {
                 Some(v) => v,
                 None => match self.list().await? {
-                    Listed::Done(v) => {
-                        backoff.reset();
-                        v
-                    }
+                    Listed::Done(v) => v,
                     Listed::Failed(e) => {
-                        if self.permanent(status(&e))? == OnStatus::Refresh {
-                            continue;
-                        }
-                        match code(&e) {
-                            Some(403) => {
+                        match self.failed(&e, &mut backoff).await? {
+                            Failure::Forbidden => {
                                 self.link(LinkEvent::Up)?;
                                 self.on_forbidden().await?;
                             }
-                            Some(410) => self.link(LinkEvent::Expired(expired_cause(None)))?,
-                            _ => {
-                                self.link(LinkEvent::Down(plain_cause(&e)))?;
-                                tokio::time::sleep(backoff.next().unwrap_or_default()).await;
-                            }
+                            Failure::Expired => self.expired(None, &mut backoff).await?,
+                            Failure::Refreshed | Failure::Retried => {}
                         }
                         continue;
                     }
                 },
             };
-            let params = WatchParams {
-                field_selector: self.fields.clone(),
-                label_selector: self.labels.clone(),
-                timeout: Some(WATCH_SECONDS),
-                bookmarks: true,
-                ..WatchParams::default()
-            };
-            let stream = match self.api.watch(&params, &from).await {
-                Ok(s) => s,
-                Err(e) => {
-                    if self.permanent(status(&e))? == OnStatus::Refresh {
-                        version = Some(from);
-                        continue;
+            version = self.watch(from, &mut backoff).await?;
+        }
+    }
+
+    /// One watch from `from`, until the server ends it or it fails: the version to watch from
+    /// next, or `None` to list again.
+    async fn watch(&self, from: String, backoff: &mut CappedBackoff) -> Result<Option<String>, Gone> {
+        let params = WatchParams {
+            field_selector: self.fields.clone(),
+            label_selector: self.labels.clone(),
+            timeout: Some(WATCH_SECONDS),
+            bookmarks: true,
+            ..WatchParams::default()
+        };
+        let stream = match self.api.watch(&params, &from).await {
+            Ok(s) => s,
+            Err(e) => {
+                return match self.failed(&e, backoff).await? {
+                    Failure::Expired => {
+                        self.expired(Some(&from), backoff).await?;
+                        Ok(None)
                     }
-                    match code(&e) {
-                        Some(410) => self.link(LinkEvent::Expired(expired_cause(Some(&from))))?,
-                        Some(403) => {
-                            self.link(LinkEvent::Up)?;
-                            match &self.forbidden {
-                                // The list was allowed and the watch is not: list again every
-                                // few seconds, keeping what the list showed, rather than
-                                // flipping to forbidden between lists.
-                                WhenForbidden::Retry | WhenForbidden::End => tokio::time::sleep(FORBIDDEN_RETRY).await,
-                                WhenForbidden::Poll { .. } => self.on_forbidden().await?,
-                            }
+                    Failure::Forbidden => {
+                        self.link(LinkEvent::Up)?;
+                        match &self.forbidden {
+                            // The list was allowed and the watch is not: list again every few
+                            // seconds, keeping what the list showed, rather than flipping to
+                            // forbidden between lists.
+                            WhenForbidden::Retry | WhenForbidden::End => tokio::time::sleep(FORBIDDEN_RETRY).await,
+                            WhenForbidden::Poll { .. } => self.on_forbidden().await?,
                         }
-                        _ => {
-                            self.link(LinkEvent::Down(plain_cause(&e)))?;
-                            tokio::time::sleep(backoff.next().unwrap_or_default()).await;
-                            version = Some(from);
-                        }
+                        Ok(None)
                     }
+                    Failure::Refreshed | Failure::Retried => Ok(Some(from)),
+                };
+            }
+        };
+        // Accepted: the connection is live, whether or not anything changes.
+        self.succeeded()?;
+        self.link(LinkEvent::Up)?;
+        let started = tokio::time::Instant::now();
+        let mut stream = std::pin::pin!(stream);
+        let mut at = from;
+        let mut delivered = false;
+        while let Some(item) = stream.next().await {
+            // A watch that lived or brought an event was no failure of the connection.
+            if matches!(item, Ok(ref e) if !matches!(e, WatchEvent::Error(_))) {
+                delivered = true;
+            }
+            if delivered || started.elapsed() >= WATCH_LIVED {
+                backoff.reset();
+            }
+            let e = match item {
+                Ok(WatchEvent::Added(o) | WatchEvent::Modified(o)) => {
+                    at = o.meta().resource_version.clone().unwrap_or(at);
+                    self.send(Signal::Seen(Seen::Applied(o)))?;
                     continue;
                 }
-            };
-            // Accepted: the connection is live, whether or not anything changes.
-            self.succeeded()?;
-            self.link(LinkEvent::Up)?;
-            backoff.reset();
-            let mut stream = std::pin::pin!(stream);
-            let mut at = from;
-            let mut relist = false;
-            while let Some(item) = stream.next().await {
-                match item {
-                    Ok(WatchEvent::Added(o) | WatchEvent::Modified(o)) => {
-                        at = o.meta().resource_version.clone().unwrap_or(at);
-                        self.send(Signal::Seen(Seen::Applied(o)))?;
-                    }
-                    Ok(WatchEvent::Deleted(o)) => {
-                        at = o.meta().resource_version.clone().unwrap_or(at);
-                        self.send(Signal::Seen(Seen::Deleted(o)))?;
-                    }
-                    Ok(WatchEvent::Bookmark(b)) => at = b.metadata.resource_version,
-                    Ok(WatchEvent::Error(s)) if s.code == 410 => {
-                        self.link(LinkEvent::Expired(expired_cause(Some(&at))))?;
-                        relist = true;
-                        break;
-                    }
-                    Ok(WatchEvent::Error(s)) => {
-                        if self.permanent(Some(&s))? == OnStatus::Refresh {
-                            break;
-                        }
-                        self.link(LinkEvent::Down(plain_status(&s)))?;
-                        tokio::time::sleep(backoff.next().unwrap_or_default()).await;
-                        break;
-                    }
-                    Err(e) => {
-                        self.link(LinkEvent::Down(plain_cause(&e)))?;
-                        tokio::time::sleep(backoff.next().unwrap_or_default()).await;
-                        break;
-                    }
+                Ok(WatchEvent::Deleted(o)) => {
+                    at = o.meta().resource_version.clone().unwrap_or(at);
+                    self.send(Signal::Seen(Seen::Deleted(o)))?;
+                    continue;
                 }
-            }
-            // The server ended the watch (its timeout) or it broke: renew it from where it was.
-            if !relist {
-                version = Some(at);
+                Ok(WatchEvent::Bookmark(b)) => {
+                    at = b.metadata.resource_version;
+                    continue;
+                }
+                Ok(WatchEvent::Error(s)) => kube::Error::Api(s),
+                Err(e) => e,
+            };
+            return match self.failed(&e, backoff).await? {
+                Failure::Expired => {
+                    self.expired(Some(&at), backoff).await?;
+                    Ok(None)
+                }
+                Failure::Forbidden => {
+                    // RBAC taken away mid-watch: retried as a failure, the list says the rest.
+                    self.link(LinkEvent::Down(plain_cause(&e)))?;
+                    tokio::time::sleep(backoff.next().unwrap_or_default()).await;
+                    Ok(Some(at))
+                }
+                Failure::Refreshed | Failure::Retried => Ok(Some(at)),
+            };
+        }
+        // The server ended the watch (its timeout): renewed from where it was, at once; but a
+        // watch that ends as soon as it starts is retried with the backoff, not in a tight loop.
+        if !delivered && started.elapsed() < WATCH_LIVED {
+            tokio::time::sleep(backoff.next().unwrap_or_default()).await;
+        }
+        Ok(Some(at))
+    }
+
+    /// The one rule for a failed list, watch or get. An exec plugin that fails ends the
+    /// stream, as `kubectl get -w` ends; a status that retrying cannot change ends it too
+    /// ([`Self::on_error_status`]); a 403 or a 410 is the caller's to handle; anything else is
+    /// said as an interruption and waited out with the backoff.
+    async fn failed(&self, e: &kube::Error, backoff: &mut CappedBackoff) -> Result<Failure, Gone> {
+        if let Some(exec) = exec_failure(e) {
+            self.link(LinkEvent::Refused(Refusal::Exec { message: exec.to_string() }))?;
+            return Err(Gone);
+        }
+        if self.on_error_status(status(e))? == OnStatus::Refresh {
+            return Ok(Failure::Refreshed);
+        }
+        match code(e) {
+            Some(403) => Ok(Failure::Forbidden),
+            Some(410) => Ok(Failure::Expired),
+            _ => {
+                self.link(LinkEvent::Down(plain_cause(e)))?;
+                tokio::time::sleep(backoff.next().unwrap_or_default()).await;
+                Ok(Failure::Retried)
             }
         }
+    }
+
+    /// A 410: said (once per outage, by the link), then the list again after the backoff, so
+    /// a server that keeps answering 410 is not asked in a tight loop.
+    async fn expired(&self, version: Option<&str>, backoff: &mut CappedBackoff) -> Result<(), Gone> {
+        self.link(LinkEvent::Expired(expired_cause(version)))?;
+        tokio::time::sleep(backoff.next().unwrap_or_default()).await;
+        Ok(())
     }
 
     /// Lists every page; a page whose continue token expired starts the list again, once.
@@ -413,11 +463,8 @@ where
                     return Ok(());
                 }
                 Err(e) => {
-                    if self.permanent(status(&e))? == OnStatus::Refresh {
-                        continue;
-                    }
-                    self.link(LinkEvent::Down(plain_cause(&e)))?;
-                    tokio::time::sleep(backoff.next().unwrap_or_default()).await;
+                    // Refreshed, retried, or a 410 (no get answers one): asked again.
+                    self.failed(&e, &mut backoff).await?;
                     continue;
                 }
             };
@@ -509,10 +556,24 @@ pub fn refused(r: Refusal) -> crate::error::Error {
             };
             Error::KueueResourceMissing { resource: kind.into(), group_version: resource }
         }
+        Refusal::Exec { message } => Error::ExecLater { message },
         Refusal::NotServed { resource } => {
             Error::Api { action: format!("serve {resource}"), message: "not found (404)".into() }
         }
     }
+}
+
+/// The exec credential plugin's failure behind a failed request, if that is what failed: the
+/// transport runs the plugin again after a 401 or when the credential is due.
+fn exec_failure(e: &kube::Error) -> Option<crate::error::ExecError> {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if let Some(exec) = c.downcast_ref::<crate::error::ExecError>() {
+            return Some(exec.clone());
+        }
+        cause = c.source();
+    }
+    None
 }
 
 /// The error status the server sent, if it sent one.
@@ -633,6 +694,23 @@ mod tests {
         assert_eq!(poll_cadence(Some(10)), Duration::from_secs(2));
         assert_eq!(poll_cadence(None), Duration::from_secs(2));
         assert_eq!(poll_cadence(Some(0)), Duration::from_secs(2));
+    }
+
+    #[test]
+    fn an_exec_plugin_that_fails_is_found_behind_the_transport_error() {
+        let failed = crate::error::ExecError::Failed {
+            command: "get-token".into(),
+            status: "exited with status 1".into(),
+            last_line: Some("token revoked".into()),
+        };
+        let e = kube::Error::Service(Box::new(failed));
+        let found = exec_failure(&e).expect("the plugin's failure");
+        assert_eq!(found.to_string(), "the exec credential plugin \"get-token\" exited with status 1: token revoked");
+        let refused = refused(Refusal::Exec { message: found.to_string() });
+        assert_eq!(refused.exit(), crate::exit::Exit::Failed);
+        assert_eq!(refused.to_string(), found.to_string());
+        let other = kube::Error::Service("connection reset".into());
+        assert!(exec_failure(&other).is_none());
     }
 
     #[test]
