@@ -862,7 +862,7 @@ fn lease_watch_while_kueues_manager_goes_down_and_comes_back() {
     use futures::StreamExt;
     use kubectl_dispatch::cluster::watching::kueue_lease::KueueLeaseUpdate;
     use kubectl_dispatch::cluster::watching::reflector::LeaseUpdate;
-    use kubectl_dispatch::commands::lease_watch::{self, Leases};
+    use kubectl_dispatch::commands::lease_watch::{self, Leases, Shown};
     use kubectl_dispatch::core::link::LinkEvent;
     use kubectl_dispatch::invocation::LeaseWatch;
     use std::time::Duration;
@@ -917,9 +917,8 @@ fn lease_watch_while_kueues_manager_goes_down_and_comes_back() {
             let opts = LeaseWatch { changes_only: false, until: None, timeout: None };
             let stop = tokio::time::sleep(Duration::from_secs(61));
             let leases = Leases { lease: &dispatch_ref, kueue: &kueue_ref };
-            lease_watch::follow(script(dispatch), || script(kueue), leases, output, opts, false, stop, &mut deps)
-                .await
-                .unwrap();
+            let shown = Shown { leases, output, opts, live_line: false };
+            lease_watch::follow(script(dispatch), || script(kueue), shown, stop, &mut deps).await.unwrap();
             (String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap())
         });
         let name = "lease-watch-kueue-down";

@@ -15,12 +15,10 @@ use tokio::time::Instant;
 
 use super::Deps;
 use super::gate::{Collected, GateOptions};
-use super::live::{Live, Woke};
+use super::live::{ConnectionStory, Documents, LiveLoop, Woke};
 use crate::cluster::connecting::connect::Connection;
 use crate::cluster::reading::fetch::{self, Kueue};
 use crate::cluster::watching::kueue::{self as streams, STREAMS, Update, What};
-use crate::cluster::watching::reflector as cwatch;
-use crate::core::link::{Link, LinkEvent};
 use crate::core::live_gate::{LiveGate, Signature};
 use crate::core::verdict::Verdict;
 use crate::error::Error;
@@ -75,10 +73,10 @@ fn run_at(state: &LiveGate, opts: &GateOptions<'_>, namespace: Option<&str>, now
 
 /// Follows the watches' updates until `shutdown` resolves, the timeout, or (with `--wait`) a
 /// yes. This machine's clock is compared with the server's `Date` at every answer by the link
-/// ([`Link`]), which says it once; so the judge is given no date of its own to warn from.
-/// Each event is judged as the one-shot gate judges ([`super::gate::warnings`] at every event,
-/// each warning printed when it first appears; [`judge`](super::gate::judge) for what is
-/// printed), but only what the event touched is computed again ([`LiveGate`]).
+/// ([`crate::core::link::Link`]), which says it once; so the judge is given no date of its own
+/// to warn from. Each event is judged as the one-shot gate judges ([`super::gate::warnings`]
+/// at every event, each warning printed when it first appears; [`judge`](super::gate::judge)
+/// for what is printed), but only what the event touched is computed again ([`LiveGate`]).
 async fn follow(
     streams: Vec<BoxStream<'static, Update>>,
     opts: &GateOptions<'_>,
@@ -87,109 +85,164 @@ async fn follow(
     shutdown: impl std::future::Future<Output = ()>,
     deps: &mut Deps<'_>,
 ) -> Result<Exit, Error> {
-    let mut updates = Live::new(stream::select_all(streams), shutdown, live.timeout, false);
-    let mut warned: BTreeSet<String> = BTreeSet::new();
-    let mut state = LiveGate::new(opts.settings, opts.all_states);
-    let mut link = Link::new(STREAMS);
-    let mut polled: BTreeSet<String> = BTreeSet::new();
-    let mut docs = 0;
-    let mut shown: Option<Signature> = None;
-    let mut shown_waiting: Option<usize> = None;
-    // When the last evaluation was, and its verdict.
-    let mut last: Option<(Timestamp, Verdict)> = None;
-    let structured = matches!(opts.output.format, Format::Json | Format::Yaml);
+    let mut gate = Following {
+        updates: LiveLoop::new(stream::select_all(streams), shutdown, live.timeout, false),
+        connection: ConnectionStory::new(STREAMS),
+        state: LiveGate::new(opts.settings, opts.all_states),
+        warned: BTreeSet::new(),
+        last: None,
+        opts,
+        namespace,
+        timeout: live.timeout,
+    };
+    match live.wait {
+        true => wait(&mut gate, deps).await,
+        false => watch(&mut gate, deps).await,
+    }
+}
 
-    loop {
-        // Either Lease turning stale wakes the loop, a microsecond after its last fresh instant.
-        let stale_at = last.and_then(|_| {
-            let now = deps.clock.now();
-            let at = state.next_change(now)?;
-            let d =
-                Duration::try_from(at.duration_since(now)).unwrap_or_default().saturating_add(Duration::from_micros(1));
-            Instant::now().checked_add(d)
-        });
-        match updates.next(stale_at).await {
-            // Ctrl-C ends a watch successfully; a wait it ends like a timeout, with the last verdict.
-            Woke::Shutdown => {
-                return Ok(match (last, live.wait) {
-                    (Some((_, verdict)), true) => Exit::from(verdict),
-                    (None, true) => Exit::Unknown,
-                    (_, false) => Exit::Yes,
-                });
-            }
-            Woke::GaveUp => {
-                if let (Some(cause), Some(timeout)) = (link.down_at_timeout(), live.timeout) {
-                    return Err(Error::DownAtTimeout { timeout, cause });
+/// The gate as the watches keep it, the connection's story, and the last judgement.
+struct Following<'a, 'o, S, F> {
+    updates: LiveLoop<S, F>,
+    connection: ConnectionStory,
+    state: LiveGate,
+    /// The warnings of the last judgement, each printed when it first appeared.
+    warned: BTreeSet<String>,
+    /// When the last judgement was, and its verdict.
+    last: Option<(Timestamp, Verdict)>,
+    opts: &'a GateOptions<'o>,
+    namespace: Option<String>,
+    timeout: Option<Duration>,
+}
+
+/// What the loop stopped for.
+enum Step {
+    /// The facts changed (or a Lease turned stale) and were judged at this moment.
+    Judged(Timestamp, Verdict),
+    Shutdown,
+    /// `--timeout`, with the connection live.
+    TimedOut,
+    /// Every stream ended.
+    Ended,
+}
+
+impl<S: futures::Stream<Item = Update>, F: std::future::Future<Output = ()>> Following<'_, '_, S, F> {
+    /// Waits for the next judgement, saying on stderr what the connection did, which Lease is
+    /// polled, and each new warning.
+    async fn next(&mut self, deps: &mut Deps<'_>) -> Result<Step, Error> {
+        loop {
+            // Either Lease turning stale wakes the loop, a microsecond after its last fresh instant.
+            let stale_at = self.last.and_then(|_| {
+                let now = deps.clock.now();
+                let at = self.state.next_change(now)?;
+                let d = Duration::try_from(at.duration_since(now))
+                    .unwrap_or_default()
+                    .saturating_add(Duration::from_micros(1));
+                Instant::now().checked_add(d)
+            });
+            match self.updates.next(stale_at).await {
+                Woke::Shutdown => return Ok(Step::Shutdown),
+                Woke::TimedOut => {
+                    self.connection.timed_out(self.timeout)?;
+                    return Ok(Step::TimedOut);
                 }
-                let exit = last.map(|(_, v)| Exit::from(v)).unwrap_or(Exit::Unknown);
-                if live.wait
-                    && let Some((at, _)) = last
-                {
-                    let run = run_at(&state, opts, namespace.as_deref(), at);
-                    render_once(&run, opts, deps)?;
-                }
-                return Ok(if live.wait { exit } else { Exit::Yes });
-            }
-            Woke::Timer | Woke::Tick => {}
-            Woke::Ended => return Ok(Exit::Yes),
-            Woke::Update(Update { stream, what }) => match what {
-                What::Link(LinkEvent::Refused(refusal)) => return Err(cwatch::refused(refusal)),
-                What::Link(event) => {
-                    if let Some(said) = super::live::connection_lines(&mut link, stream, event, deps.clock.now()) {
+                Woke::Timer | Woke::Tick => {}
+                Woke::Ended => return Ok(Step::Ended),
+                Woke::Update(Update { stream, what }) => {
+                    let said = match what {
+                        What::Link(event) => self.connection.event(stream, event, deps.clock.now())?,
+                        What::Polling { lease, every, rule } => self.connection.polling(&lease, every, &rule),
+                        What::Fact(fact) => {
+                            self.state.apply(fact);
+                            None
+                        }
+                    };
+                    if let Some(said) = said {
                         let _ = writeln!(deps.err, "{said}");
                     }
-                    continue;
                 }
-                What::Polling { lease, every, rule } => {
-                    if polled.insert(lease.to_string()) {
-                        let _ = writeln!(deps.err, "{}", super::lease_watch::polling_line(&lease, every, &rule));
-                    }
-                    continue;
-                }
-                What::Fact(fact) => state.apply(fact),
-            },
+            }
+            if !self.state.ready() {
+                continue;
+            }
+            let now = deps.clock.now();
+            let lease = self.state.lease().and_then(|f| f.found());
+            let warnings = super::gate::warnings((None, None), lease, self.state.waiting_forbidden(), now);
+            for w in warnings.iter().filter(|w| !self.warned.contains(*w)) {
+                deps.warn(w);
+            }
+            self.warned = warnings.into_iter().collect();
+            let verdict = self.state.verdict(now);
+            self.last = Some((now, verdict));
+            return Ok(Step::Judged(now, verdict));
         }
-        if !state.ready() {
-            continue;
-        }
-        let now = deps.clock.now();
-        let lease = state.lease().and_then(|f| f.found());
-        let warnings = super::gate::warnings((None, None), lease, state.waiting_forbidden(), now);
-        for w in warnings.iter().filter(|w| !warned.contains(*w)) {
-            deps.warn(w);
-        }
-        warned = warnings.into_iter().collect();
-        let verdict = state.verdict(now);
-        last = Some((now, verdict));
-        if live.wait {
-            if verdict == Verdict::Yes {
-                let run = run_at(&state, opts, namespace.as_deref(), now);
-                render_once(&run, opts, deps)?;
+    }
+
+    fn run_at(&self, now: Timestamp) -> GateRun {
+        run_at(&self.state, self.opts, self.namespace.as_deref(), now)
+    }
+}
+
+/// `gate --wait`: prints once, when the gate is yes (exit 0) or at `--timeout` (the last
+/// verdict's code); Ctrl-C ends it like a timeout, without the print.
+async fn wait<S, F>(gate: &mut Following<'_, '_, S, F>, deps: &mut Deps<'_>) -> Result<Exit, Error>
+where
+    S: futures::Stream<Item = Update>,
+    F: std::future::Future<Output = ()>,
+{
+    loop {
+        match gate.next(deps).await? {
+            Step::Judged(now, Verdict::Yes) => {
+                super::live::unless_closed(render_once(&gate.run_at(now), gate.opts, deps))?;
                 return Ok(Exit::Yes);
             }
-            continue;
+            Step::Judged(..) => {}
+            Step::Shutdown => return Ok(gate.last.map(|(_, v)| Exit::from(v)).unwrap_or(Exit::Unknown)),
+            Step::TimedOut => {
+                let Some((at, verdict)) = gate.last else { return Ok(Exit::Unknown) };
+                super::live::unless_closed(render_once(&gate.run_at(at), gate.opts, deps))?;
+                return Ok(Exit::from(verdict));
+            }
+            Step::Ended => return Ok(Exit::Yes),
         }
-        let signature = state.signature(now);
+    }
+}
+
+/// `gate --watch`: the chains again each time a verdict or deciding reason changes, the number
+/// of waiting Workloads each time it changes, and a line when Kueue's manager's Lease changes
+/// state. Ends with 0 (Ctrl-C, `--timeout`).
+async fn watch<S, F>(gate: &mut Following<'_, '_, S, F>, deps: &mut Deps<'_>) -> Result<Exit, Error>
+where
+    S: futures::Stream<Item = Update>,
+    F: std::future::Future<Output = ()>,
+{
+    let opts = gate.opts;
+    let structured = matches!(opts.output.format, Format::Json | Format::Yaml);
+    let mut docs = Documents::default();
+    let mut shown: Option<Signature> = None;
+    let mut shown_waiting: Option<usize> = None;
+    loop {
+        let now = match gate.next(deps).await? {
+            Step::Judged(now, _) => now,
+            Step::Shutdown | Step::TimedOut | Step::Ended => return Ok(Exit::Yes),
+        };
+        let signature = gate.state.signature(now);
         // Kueue's manager, as context: said when its Lease changes state, and at the start
         // whatever the one-shot gate notes under its chains (nothing while a manager leads).
-        let kueue = state.kueue_change(now);
-        let chains_changed = shown.as_ref() != Some(&signature);
-        if chains_changed || (structured && kueue.is_some()) {
-            print_chains(&run_at(&state, opts, namespace.as_deref(), now), opts, docs, deps)?;
-            docs += 1;
+        let kueue = gate.state.kueue_change(now);
+        if shown.as_ref() != Some(&signature) || (structured && kueue.is_some()) {
+            print_chains(&gate.run_at(now), opts, docs.count_one(), deps)?;
             shown = Some(signature);
         }
-        let notes: &mut dyn std::io::Write = if opts.output.no_headers { deps.err } else { deps.out };
         if let Some(a) = kueue.as_ref().filter(|_| !structured) {
-            writeln!(notes, "{} {}", stamp(now), kueue_line(a))?;
+            writeln!(super::live::notes(deps, opts.output.no_headers).note(), "{} {}", stamp(now), kueue_line(a))?;
             deps.out.flush()?;
         }
-        let stalled = state.stalled();
+        let stalled = gate.state.stalled();
         if shown_waiting != Some(stalled) && !structured {
             let noun = if stalled == 1 { "workload waits" } else { "workloads wait" };
-            // With --no-headers stdout has table rows only.
-            let to: &mut dyn std::io::Write = if opts.output.no_headers { deps.err } else { deps.out };
-            writeln!(to, "{} {stalled} {noun} at dispatch's Pending check", stamp(now))?;
+            let line = format!("{} {stalled} {noun} at dispatch's Pending check", stamp(now));
+            writeln!(super::live::notes(deps, opts.output.no_headers).note(), "{line}")?;
             deps.out.flush()?;
             shown_waiting = Some(stalled);
         }
@@ -218,8 +271,11 @@ fn print_chains(run: &GateRun, opts: &GateOptions<'_>, docs: usize, deps: &mut D
         Format::Json => crate::render::structured::json_line(deps.out, &run.document())?,
         Format::Yaml => crate::render::structured::yaml_document(deps.out, &run.document(), docs)?,
         Format::Table | Format::Wide | Format::Prometheus => {
-            let notes: &mut dyn std::io::Write = if opts.output.no_headers { deps.err } else { deps.out };
-            writeln!(notes, "{} ReadmissionGate re-evaluated", stamp(run.now))?;
+            writeln!(
+                super::live::notes(deps, opts.output.no_headers).note(),
+                "{} ReadmissionGate re-evaluated",
+                stamp(run.now)
+            )?;
             for chain in &run.report.chains {
                 crate::render::gate::chain_block(
                     chain,
@@ -245,6 +301,7 @@ mod tests {
     use crate::core::fetched::{Denied, Fetched};
     use crate::core::gate::{GateFacts, GateSettings};
     use crate::core::lease::LeaseFacts;
+    use crate::core::link::LinkEvent;
     use crate::core::live_gate::sample::{at, facts};
     use crate::core::live_gate::{Fact, ListChange};
     use crate::core::waiting::Waiting;

@@ -12,7 +12,6 @@
 //! the exit code.
 
 use std::future::Future;
-use std::io::Write;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
@@ -20,20 +19,20 @@ use k8s_openapi::jiff::Timestamp;
 use tokio::time::Instant;
 
 use super::Deps;
-use super::live::{self, Live, Woke};
+use super::live::{ConnectionStory, LiveLoop, Woke, polling_line};
 use crate::cluster::connecting::connect::Connection;
 use crate::cluster::watching::kueue_lease::{self, KueueLeaseUpdate};
-use crate::cluster::watching::reflector::{self as watch, LeaseUpdate};
-use crate::core::heartbeat::{Change, Observation, Tracker};
+use crate::cluster::watching::reflector::{self, LeaseUpdate};
+use crate::core::heartbeat::{Observation, Tracker};
 use crate::core::kueue_lease::Follower;
-use crate::core::lease::{LeaseAssessment, LeaseRef, LeaseState};
+use crate::core::lease::{LeaseRef, LeaseState};
 use crate::core::link::{Link, LinkEvent};
 use crate::error::Error;
 use crate::exit::Exit;
-use crate::invocation::{Format, Until};
+use crate::invocation::Until;
 use crate::invocation::{LeaseWatch, Output};
-use crate::render::watch::{Columns, change_doc, kueue_change_doc, kueue_line, status_line, summary};
-use crate::text::terminal::CLEAR_LINE;
+use crate::render::watch::change_doc;
+use crate::render::watch_view::View;
 
 /// The Leases a watch follows: dispatch's, and Kueue's manager's as context.
 pub struct Leases<'a> {
@@ -48,11 +47,20 @@ pub async fn run(
     opts: LeaseWatch,
     deps: &mut Deps<'_>,
 ) -> Result<Exit, Error> {
-    let updates = watch::lease(conn, leases.lease);
+    let updates = reflector::lease(conn, leases.lease);
     let kueue_ref = leases.kueue;
     let kueue = || kueue_lease::kueue_lease(conn, kueue_ref);
     let live_line = deps.style.live;
-    live::ended(follow(updates, kueue, leases, output, opts, live_line, super::shutdown(), deps).await)
+    follow(updates, kueue, Shown { leases, output, opts, live_line }, super::shutdown(), deps).await
+}
+
+/// What a watch follows, when it ends, and how it is shown.
+pub struct Shown<'a> {
+    pub leases: Leases<'a>,
+    pub output: Output,
+    pub opts: LeaseWatch,
+    /// A status line under the rows (a terminal).
+    pub live_line: bool,
 }
 
 /// One update of either Lease.
@@ -65,134 +73,213 @@ enum Update {
 /// `cluster::watching::kueue_lease::kueue_lease` in the product, scripts in tests) and any
 /// shutdown signal. Ends on shutdown, on `--until`, on `--timeout`, or when stdout is closed.
 /// `kueue` starts Kueue's manager's Lease's stream: called once dispatch's was answered.
-#[allow(clippy::too_many_arguments)]
 pub async fn follow<K: Stream<Item = KueueLeaseUpdate>>(
     updates: impl Stream<Item = LeaseUpdate>,
     kueue: impl FnOnce() -> K,
-    leases: Leases<'_>,
-    output: Output,
-    opts: LeaseWatch,
-    live_line: bool,
+    shown: Shown<'_>,
     shutdown: impl Future<Output = ()>,
     deps: &mut Deps<'_>,
 ) -> Result<Exit, Error> {
+    let Shown { leases, output, opts, live_line } = shown;
     // Kueue's Lease is followed once dispatch's was answered: before that, a refusal (a bad
     // credential) is dispatch's to say, once, and a second stream would only race it.
     let (open, opened) = futures::channel::oneshot::channel::<()>();
-    let mut open = Some(open);
     let mut kueue = Some(kueue);
     let kueue = futures::stream::once(opened)
         .filter_map(move |_| futures::future::ready(kueue.take().map(|start| start())))
         .flatten();
     let merged = futures::stream::select(updates.map(Update::Dispatch), kueue.map(Update::Kueue));
-    let mut live = Live::new(merged, shutdown, opts.timeout, live_line);
-    let lease = leases.lease;
-    let mut tracker = Tracker::new(lease.clone(), opts.changes_only);
-    let mut manager = Follower::new(leases.kueue.clone());
-    let mut view = View { columns: Columns::default(), output, live_line, line_shown: false, docs: 0, held: None };
-    // Stream 0 is dispatch's Lease, 1 Kueue's: one connection story for both.
-    let mut link = Link::new(2);
-    let mut polling: Option<Duration> = None;
-    let end = loop {
-        let now = deps.clock.now();
-        let deadline = [tracker.deadline(now), manager.deadline(now)].into_iter().flatten().min();
-        let stale_at = deadline.and_then(|d| Instant::now().checked_add(until(now, d)));
-        let observation = match live.next(stale_at).await {
-            Woke::Shutdown | Woke::Ended => break Ok(Exit::Yes),
-            Woke::GaveUp => {
-                break match (link.down_at_timeout(), opts.timeout) {
-                    (Some(cause), Some(timeout)) => Err(Error::DownAtTimeout { timeout, cause }),
-                    _ => Ok(timed_out(&tracker, opts.until, deps.clock.now())),
-                };
-            }
-            Woke::Timer => {
-                let now = deps.clock.now();
-                if let Some(a) = manager.observe(None, now) {
-                    view.kueue(&a, now, tracker.assess(now).is_some(), deps)?;
-                }
-                Observation::Tick
-            }
-            Woke::Update(Update::Kueue(KueueLeaseUpdate::Lease(read))) => {
-                let now = deps.clock.now();
-                if let Some(a) = manager.observe(Some(read), now) {
-                    view.kueue(&a, now, tracker.assess(now).is_some(), deps)?;
-                }
-                continue;
-            }
-            Woke::Update(
-                Update::Dispatch(LeaseUpdate::Link(LinkEvent::Refused(refusal)))
-                | Update::Kueue(KueueLeaseUpdate::Link(LinkEvent::Refused(refusal))),
-            ) => break Err(watch::refused(refusal)),
-            Woke::Update(Update::Dispatch(LeaseUpdate::Link(event))) => {
-                if event == LinkEvent::Up
-                    && let Some(open) = open.take()
-                {
-                    let _ = open.send(());
-                }
-                if let Some(said) = live::connection_lines(&mut link, 0, event, deps.clock.now()) {
-                    view.clear(deps.out)?;
-                    let _ = writeln!(deps.err, "{said}");
-                }
-                continue;
-            }
-            // Polling Kueue's Lease is no news here: its reads are.
-            Woke::Update(Update::Kueue(KueueLeaseUpdate::Polling { .. })) => continue,
-            Woke::Update(Update::Kueue(KueueLeaseUpdate::Link(event))) => {
-                if let Some(said) = live::connection_lines(&mut link, 1, event, deps.clock.now()) {
-                    view.clear(deps.out)?;
-                    let _ = writeln!(deps.err, "{said}");
-                }
-                continue;
-            }
-            Woke::Update(Update::Dispatch(LeaseUpdate::Polling { every, rule })) => {
-                if polling.replace(every).is_none() {
-                    view.clear(deps.out)?;
-                    let _ = writeln!(deps.err, "{}", polling_line(lease, every, &rule));
-                }
-                continue;
-            }
-            Woke::Update(Update::Dispatch(LeaseUpdate::Lease(facts))) => Observation::Lease(facts),
-            Woke::Update(Update::Dispatch(LeaseUpdate::Forbidden(rule))) => Observation::Forbidden(rule),
-            Woke::Tick => {
-                view.status(&tracker, &link, polling, deps.clock.now(), deps.out)?;
-                continue;
-            }
-        };
-        let now = deps.clock.now();
-        for change in tracker.observe(observation, now) {
-            match deps.printer {
-                // `-o jsonpath=...` and the like: each change's `-o json` document.
-                Some(printer) => {
-                    view.clear(deps.out)?;
-                    printer.print(&change_doc(&change, manager.assess(now).as_ref()), deps.out)?;
-                    deps.out.flush()?;
-                }
-                None => view.change(&change, &tracker, manager.assess(now).as_ref(), deps.out)?,
-            }
-        }
-        // Kueue's line said before dispatch's first row, under it.
-        if let Some((a, at)) = view.held.take() {
-            view.kueue(&a, at, true, deps)?;
-        }
-        if opts.until.is_some_and(|u| reached(u, &tracker, now)) {
-            break Ok(Exit::Yes);
-        }
-        view.status(&tracker, &link, polling, now, deps.out)?;
+    let mut live = LiveLoop::new(merged, shutdown, opts.timeout, live_line);
+    let mut w = Watching {
+        lease: leases.lease,
+        opts,
+        tracker: Tracker::new(leases.lease.clone(), opts.changes_only),
+        manager: Follower::new(leases.kueue.clone()),
+        view: View::new(output, live_line),
+        // Stream 0 is dispatch's Lease, 1 Kueue's: one connection story for both.
+        connection: ConnectionStory::new(2),
+        open: Some(open),
+        polling: None,
+        unknown_said: false,
+        recheck: None,
     };
+    let end: Result<Exit, Error> = async {
+        loop {
+            let observation = match w.next(&mut live, deps).await? {
+                Step::Observe(o) => o,
+                Step::End(exit) => return Ok(exit),
+            };
+            if let Some(exit) = w.show(observation, deps)? {
+                return Ok(exit);
+            }
+        }
+    }
+    .await;
+    // Nobody reads any more (`| head -1`): the end is the one `--timeout` would give now, so a
+    // closed stdout keeps the verdict's code (an outage's 1, without its line).
+    if let Err(Error::Output(e)) = &end
+        && e.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        return Ok(w.closed(deps.clock.now()));
+    }
     match end {
-        Ok(_) => view.finish(&tracker, deps.out)?,
+        Ok(_) => w.view.finish(&w.tracker, deps.out)?,
         // The error line is all that is said (the summary is the end of a watch that ended well).
-        Err(_) => view.clear(deps.out)?,
+        Err(_) => w.view.clear(deps.out)?,
     }
     end
 }
 
-/// Said once on stderr when the Lease is polled rather than watched.
-pub fn polling_line(lease: &LeaseRef, every: Duration, rule: &str) -> String {
-    format!(
-        "polling Lease {lease} with get every {}: list and watch on it are forbidden (missing RBAC: {rule})",
-        crate::core::duration::go_duration(every)
-    )
+/// What woke the loop, made into what the watch does.
+enum Step {
+    /// Something to feed the tracker.
+    Observe(Observation),
+    End(Exit),
+}
+
+/// One watch's state: dispatch's Lease's story, Kueue's manager's, the screen, the connection.
+struct Watching<'a> {
+    lease: &'a LeaseRef,
+    opts: LeaseWatch,
+    tracker: Tracker,
+    manager: Follower,
+    view: View,
+    connection: ConnectionStory,
+    /// Starts Kueue's stream once dispatch's was answered.
+    open: Option<futures::channel::oneshot::Sender<()>>,
+    /// The cadence when dispatch's Lease is polled with get.
+    polling: Option<Duration>,
+    /// The stale deadline passed while the connection was down (said once, on stderr).
+    unknown_said: bool,
+    /// When to judge the deadline again once the connection is back.
+    recheck: Option<Instant>,
+}
+
+impl Watching<'_> {
+    /// Waits for the next observation of dispatch's Lease (a read or its timer), saying on the
+    /// way what the connection did and what Kueue's manager's Lease says; or the end.
+    async fn next<S, F>(&mut self, live: &mut LiveLoop<S, F>, deps: &mut Deps<'_>) -> Result<Step, Error>
+    where
+        S: Stream<Item = Update>,
+        F: Future<Output = ()>,
+    {
+        loop {
+            let now = deps.clock.now();
+            let deadline = [self.tracker.deadline(now), self.manager.deadline(now)].into_iter().flatten().min();
+            let stale_at = deadline.and_then(|d| Instant::now().checked_add(until(now, d)));
+            let wake = [stale_at, self.recheck].into_iter().flatten().min();
+            let said = match live.next(wake).await {
+                Woke::Shutdown | Woke::Ended => return Ok(Step::End(Exit::Yes)),
+                Woke::TimedOut => {
+                    self.connection.timed_out(self.opts.timeout)?;
+                    return Ok(Step::End(timed_out(&self.tracker, self.opts.until, deps.clock.now())));
+                }
+                Woke::Timer => match self.on_timer(deps)? {
+                    Some(o) => return Ok(Step::Observe(o)),
+                    None => None,
+                },
+                Woke::Update(Update::Kueue(KueueLeaseUpdate::Lease(read))) => {
+                    let now = deps.clock.now();
+                    if let Some(a) = self.manager.observe(Some(read), now) {
+                        self.view.kueue(&a, now, self.tracker.assess(now).is_some(), deps.out, deps.err)?;
+                    }
+                    None
+                }
+                Woke::Update(Update::Dispatch(LeaseUpdate::Link(event))) => self.on_link(event, deps.clock.now())?,
+                // Polling Kueue's Lease is no news here: its reads are.
+                Woke::Update(Update::Kueue(KueueLeaseUpdate::Polling { .. })) => None,
+                Woke::Update(Update::Kueue(KueueLeaseUpdate::Link(event))) => {
+                    self.connection.event(1, event, deps.clock.now())?
+                }
+                Woke::Update(Update::Dispatch(LeaseUpdate::Polling { every, rule })) => {
+                    (self.polling.replace(every).is_none()).then(|| polling_line(self.lease, every, &rule))
+                }
+                Woke::Update(Update::Dispatch(LeaseUpdate::Lease(facts))) => {
+                    return Ok(Step::Observe(Observation::Lease(facts)));
+                }
+                Woke::Update(Update::Dispatch(LeaseUpdate::Forbidden(rule))) => {
+                    return Ok(Step::Observe(Observation::Forbidden(rule)));
+                }
+                Woke::Tick => {
+                    let link = &self.connection.link;
+                    self.view.status(&self.tracker, link, self.polling, deps.clock.now(), deps.out)?;
+                    None
+                }
+            };
+            if let Some(said) = said {
+                self.view.clear(deps.out)?;
+                let _ = writeln!(deps.err, "{said}");
+            }
+        }
+    }
+
+    /// The timer: Kueue's manager's deadline, dispatch's, or the moment to judge again after an
+    /// outage. Cut off, a renewal could not be seen: the heartbeat is unknown, not stale, and
+    /// its deadline is judged again when the connection is back.
+    fn on_timer(&mut self, deps: &mut Deps<'_>) -> Result<Option<Observation>, Error> {
+        self.recheck = None;
+        let now = deps.clock.now();
+        if let Some(a) = self.manager.observe(None, now) {
+            self.view.kueue(&a, now, self.tracker.assess(now).is_some(), deps.out, deps.err)?;
+        }
+        let Some(cause) = self.connection.link.down_at_timeout() else { return Ok(Some(Observation::Tick)) };
+        if self.tracker.deadline(now).is_none() && !std::mem::replace(&mut self.unknown_said, true) {
+            self.view.clear(deps.out)?;
+            let _ = writeln!(deps.err, "{}", unknown_line(self.lease, cause.as_deref()));
+        }
+        Ok(None)
+    }
+
+    /// dispatch's stream's connection: what to say, or the refusal that ends the watch.
+    fn on_link(&mut self, event: LinkEvent, now: Timestamp) -> Result<Option<String>, Error> {
+        if event == LinkEvent::Up
+            && let Some(open) = self.open.take()
+        {
+            let _ = open.send(());
+        }
+        let said = self.connection.event(0, event, now)?;
+        // Back after the deadline passed unseen: judged again in a moment.
+        if self.connection.link.down_at_timeout().is_none() && std::mem::take(&mut self.unknown_said) {
+            self.recheck = Instant::now().checked_add(RESUME_GRACE);
+        }
+        Ok(said)
+    }
+
+    /// Feeds the tracker and shows the changes; `Some` when `--until` is reached.
+    fn show(&mut self, observation: Observation, deps: &mut Deps<'_>) -> Result<Option<Exit>, Error> {
+        let now = deps.clock.now();
+        let kueue = self.manager.assess(now);
+        for change in self.tracker.observe(observation, now) {
+            match deps.printer {
+                // `-o jsonpath=...` and the like: each change's `-o json` document.
+                Some(printer) => {
+                    self.view.clear(deps.out)?;
+                    printer.print(&change_doc(&change, kueue.as_ref()), deps.out)?;
+                    deps.out.flush()?;
+                }
+                None => self.view.change(&change, &self.tracker, kueue.as_ref(), deps.out)?,
+            }
+        }
+        // Kueue's line said before dispatch's first row, under it.
+        if let Some((a, at)) = self.view.held.take() {
+            self.view.kueue(&a, at, true, deps.out, deps.err)?;
+        }
+        if self.opts.until.is_some_and(|u| reached(u, &self.tracker, &self.connection.link, now)) {
+            return Ok(Some(Exit::Yes));
+        }
+        self.view.status(&self.tracker, &self.connection.link, self.polling, now, deps.out)?;
+        Ok(None)
+    }
+
+    /// The code when stdout was closed at `now`: the one `--timeout` would give then.
+    fn closed(&self, now: Timestamp) -> Exit {
+        let link = &self.connection.link;
+        match link.down_at_timeout() {
+            Some(_) => Exit::Failed,
+            None if self.opts.until.is_some_and(|u| reached(u, &self.tracker, link, now)) => Exit::Yes,
+            None => timed_out(&self.tracker, self.opts.until, now),
+        }
+    }
 }
 
 /// The non-negative time from `now` to `deadline`.
@@ -200,10 +287,26 @@ fn until(now: Timestamp, deadline: Timestamp) -> Duration {
     Duration::try_from(deadline.duration_since(now)).unwrap_or(Duration::ZERO)
 }
 
-fn reached(until: Until, tracker: &Tracker, now: Timestamp) -> bool {
+/// A resumed watch first replays what it missed: the deadline that passed unseen is judged
+/// again this long after the connection is back, so a renewal made meanwhile is seen first.
+const RESUME_GRACE: Duration = Duration::from_secs(1);
+
+/// Said once on stderr when the Lease's stale deadline passes while the connection is down.
+pub fn unknown_line(lease: &LeaseRef, cause: Option<&str>) -> String {
+    let cause = cause.unwrap_or("the API server has not answered yet");
+    format!(
+        "Lease {lease}: heartbeat unknown: its stale deadline passed while the connection was down ({cause}); \
+         judged again when it is back"
+    )
+}
+
+/// Whether `--until` is reached. Stale is a fact only the connection backs: while it is down a
+/// renewal could have been missed, so the heartbeat is unknown and stale is not reached.
+fn reached(until: Until, tracker: &Tracker, link: &Link, now: Timestamp) -> bool {
     let state = tracker.assess(now).map(|a| a.state);
     match until {
         Until::Fresh => matches!(state, Some(LeaseState::Fresh { .. })),
+        Until::Stale if link.down_at_timeout().is_some() => false,
         Until::Stale => {
             matches!(state, Some(s) if !matches!(s, LeaseState::Fresh { .. } | LeaseState::Forbidden { .. }))
         }
@@ -222,114 +325,6 @@ fn timed_out(tracker: &Tracker, until: Option<Until>, now: Timestamp) -> Exit {
     }
 }
 
-/// The connection as the status line says it: `live`, `reconnecting since 12s`, or
-/// `polling every 3s`.
-fn connection(link: &Link, polling: Option<Duration>, now: Timestamp) -> String {
-    match (link.status(now), polling) {
-        (crate::core::link::LinkStatus::Live, Some(every)) => {
-            format!("polling every {}", crate::core::duration::go_duration(every))
-        }
-        (status, _) => status.text(),
-    }
-}
-
-/// What is on the screen: the rows, and on a terminal one live status line under them.
-struct View {
-    columns: Columns,
-    output: Output,
-    live_line: bool,
-    line_shown: bool,
-    /// Documents written so far (YAML separates them with `---`).
-    docs: usize,
-    /// Kueue's manager's line when it came before dispatch's Lease was first seen: said under
-    /// the first row rather than above the header.
-    held: Option<(LeaseAssessment, Timestamp)>,
-}
-
-impl View {
-    fn change(
-        &mut self,
-        change: &Change,
-        tracker: &Tracker,
-        kueue: Option<&LeaseAssessment>,
-        out: &mut dyn Write,
-    ) -> std::io::Result<()> {
-        self.clear(out)?;
-        match self.output.format {
-            Format::Json => crate::render::structured::json_line(out, &change_doc(change, kueue))?,
-            Format::Yaml => {
-                crate::render::structured::yaml_document(out, &change_doc(change, kueue), self.docs)?;
-                self.docs += 1;
-            }
-            Format::Table | Format::Wide | Format::Prometheus => {
-                if matches!(change.kind, crate::core::heartbeat::ChangeKind::Observed) && !self.output.no_headers {
-                    self.columns.header(out, change)?;
-                }
-                let wide = (self.output.format == Format::Wide).then_some(&tracker.gaps);
-                self.columns.row(out, change, wide)?;
-            }
-        }
-        out.flush()
-    }
-
-    /// What Kueue's manager's Lease says now: a line in the table (on stderr with
-    /// `--no-headers`, so that stdout holds only rows, as the gate's notes), a document in
-    /// JSON and YAML. Held until dispatch's Lease was first seen (`shown`).
-    fn kueue(&mut self, a: &LeaseAssessment, at: Timestamp, shown: bool, deps: &mut Deps<'_>) -> std::io::Result<()> {
-        if !shown {
-            self.held = Some((a.clone(), at));
-            return Ok(());
-        }
-        self.clear(deps.out)?;
-        match self.output.format {
-            Format::Json => crate::render::structured::json_line(deps.out, &kueue_change_doc(a, at))?,
-            Format::Yaml => {
-                crate::render::structured::yaml_document(deps.out, &kueue_change_doc(a, at), self.docs)?;
-                self.docs += 1;
-            }
-            Format::Table | Format::Wide | Format::Prometheus if self.output.no_headers => {
-                let _ = writeln!(deps.err, "{}", kueue_line(a));
-            }
-            Format::Table | Format::Wide | Format::Prometheus => self.columns.line(deps.out, at, &kueue_line(a))?,
-        }
-        deps.out.flush()
-    }
-
-    fn status(
-        &mut self,
-        tracker: &Tracker,
-        link: &Link,
-        polling: Option<Duration>,
-        now: Timestamp,
-        out: &mut dyn Write,
-    ) -> std::io::Result<()> {
-        if !self.live_line || !matches!(self.output.format, Format::Table | Format::Wide) {
-            return Ok(());
-        }
-        let Some(a) = tracker.assess(now) else { return Ok(()) };
-        let facts = a.facts.clone().unwrap_or_default();
-        let line = status_line(&a.state, facts.holder(), facts.renew_time, now, &connection(link, polling, now));
-        write!(out, "{CLEAR_LINE}{line}")?;
-        self.line_shown = true;
-        out.flush()
-    }
-
-    fn clear(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
-        if std::mem::take(&mut self.line_shown) {
-            write!(out, "{CLEAR_LINE}")?;
-        }
-        Ok(())
-    }
-
-    fn finish(&mut self, tracker: &Tracker, out: &mut dyn Write) -> std::io::Result<()> {
-        self.clear(out)?;
-        if matches!(self.output.format, Format::Table | Format::Wide) {
-            writeln!(out, "{}", summary(&tracker.gaps))?;
-        }
-        out.flush()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::{Arc, Mutex};
@@ -342,7 +337,9 @@ mod tests {
     use crate::core::fetched::Fetched;
     use crate::core::lease::LeaseFacts;
     use crate::core::link::Refusal;
+    use crate::invocation::Format;
     use crate::log::Log;
+    use std::io::Write;
 
     /// A wall clock that moves with tokio's (paused) time.
     struct TokioClock {
@@ -409,8 +406,15 @@ mod tests {
         let stop = tokio::time::sleep(Duration::from_secs(stop_after));
         // The product's stream says the list was answered before the Lease it read.
         let items = std::iter::once((0, up())).chain(items).collect();
-        let exit =
-            follow(script(items), stream::pending, leases(), output, opts, false, stop, &mut deps).await.unwrap();
+        let exit = follow(
+            script(items),
+            stream::pending,
+            Shown { leases: leases(), output, opts, live_line: false },
+            stop,
+            &mut deps,
+        )
+        .await
+        .unwrap();
         let elapsed = started.elapsed();
         let text = |s: &Shared| String::from_utf8(s.0.lock().unwrap().clone()).unwrap();
         (exit, text(&out), text(&err), elapsed)
@@ -521,8 +525,15 @@ mod tests {
             Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Default::default(), printer: None };
         let output = Output { format: Format::Table, no_headers: false };
         let stop = tokio::time::sleep(Duration::from_secs(600));
-        let e =
-            follow(script(items), stream::pending, leases(), output, opts, false, stop, &mut deps).await.unwrap_err();
+        let e = follow(
+            script(items),
+            stream::pending,
+            Shown { leases: leases(), output, opts, live_line: false },
+            stop,
+            &mut deps,
+        )
+        .await
+        .unwrap_err();
         (e, String::from_utf8(out.0.lock().unwrap().clone()).unwrap())
     }
 
@@ -572,6 +583,82 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn a_deadline_passed_in_an_outage_is_unknown_and_until_stale_is_not_reached() {
+        // Renewed at 0 (stale past 30 s), cut off at 2 and never back: no stale row, no exit 0.
+        let cut = down("the API server refuses connections (connection refused)");
+        let opts = LeaseWatch { until: Some(Until::Stale), timeout: Some(Duration::from_secs(60)), ..watch() };
+        let (e, out) = run_err(vec![(0, up()), (0, renewed("a", 0)), (2, cut.clone())], opts).await;
+        assert_eq!(e.exit(), Exit::Failed, "{e}");
+        assert!(!out.contains(" stale "), "{out}");
+        // Back at 40 with nothing renewed: stale then, and only then.
+        let items = vec![(0, renewed("a", 0)), (2, cut), (40, up())];
+        let (exit, out, err, elapsed) = run(items, opts, 600).await;
+        assert_eq!(exit, Exit::Yes);
+        assert_eq!(elapsed, Duration::from_secs(41), "judged a moment after the connection is back");
+        let stale = out.lines().find(|l| l.contains(" stale ")).expect("the stale row once back");
+        assert!(stale.starts_with("12:00:41Z"), "{stale}");
+        assert!(
+            err.contains(
+                "Lease dispatch-system/dispatch-admission: heartbeat unknown: its stale deadline passed while the \
+                 connection was down (the API server refuses connections (connection refused)); judged again when it \
+                 is back"
+            ),
+            "{err}"
+        );
+        // Back at 40 and renewed meanwhile: never stale.
+        let items = vec![(0, renewed("a", 0)), (2, down("x")), (40, up()), (40, renewed("a", 38))];
+        let opts = LeaseWatch { timeout: Some(Duration::from_secs(60)), ..opts };
+        let (exit, out, _, _) = run(items, opts, 600).await;
+        assert_eq!(exit, Exit::TimedOut);
+        assert!(!out.contains(" stale "), "{out}");
+    }
+
+    /// A stdout whose reader went away after the first write (`| head -1`).
+    struct Closing(bool);
+
+    impl Write for Closing {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if std::mem::replace(&mut self.0, true) {
+                return Err(std::io::ErrorKind::BrokenPipe.into());
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_closed_stdout_keeps_the_code_the_timeout_would_give() {
+        for (until, exit) in [(Some(Until::Fresh), Exit::No), (Some(Until::Stale), Exit::Yes), (None, Exit::Yes)] {
+            let clock = TokioClock { base: base(), start: Instant::now() };
+            let (mut out, mut err) = (Closing(false), Shared::default());
+            let log = Log::silent();
+            let mut deps = Deps {
+                clock: &clock,
+                out: &mut out,
+                err: &mut err,
+                log: &log,
+                style: Default::default(),
+                printer: None,
+            };
+            let opts = LeaseWatch { until, timeout: Some(Duration::from_secs(8)), ..watch() };
+            let stop = tokio::time::sleep(Duration::from_secs(600));
+            let items = script(vec![(0, up()), (0, renewed("a", -100)), (2, renewed("a", -100))]);
+            let got = follow(
+                items,
+                stream::pending,
+                Shown { leases: leases(), output: table(), opts, live_line: false },
+                stop,
+                &mut deps,
+            )
+            .await
+            .unwrap();
+            assert_eq!(got, exit, "{until:?}");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn a_polled_lease_says_so_once() {
         let polling = || LeaseUpdate::Polling { every: Duration::from_secs(3), rule: "list and watch leases".into() };
         let items =
@@ -595,7 +682,15 @@ mod tests {
         let output = Output { format: Format::Yaml, no_headers: false };
         let stop = tokio::time::sleep(Duration::from_secs(5));
         let items = script(vec![(0, renewed("a", 0)), (2, renewed("a", 2))]);
-        follow(items, stream::pending, leases(), output, watch(), false, stop, &mut deps).await.unwrap();
+        follow(
+            items,
+            stream::pending,
+            Shown { leases: leases(), output, opts: watch(), live_line: false },
+            stop,
+            &mut deps,
+        )
+        .await
+        .unwrap();
         let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
         let docs: Vec<&str> = text.split("---\n").collect();
         assert_eq!(docs.len(), 2, "{text}");
@@ -632,9 +727,15 @@ mod tests {
         let dispatch: Vec<(u64, LeaseUpdate)> =
             std::iter::once((0, up())).chain((0..=until).step_by(2).map(|t| (t, renewed("a", t as i64)))).collect();
         let kueue = std::iter::once((0, KueueLeaseUpdate::Link(LinkEvent::Up))).chain(kueue).collect();
-        let exit = follow(script(dispatch), || script(kueue), leases(), output, watch(), false, stop, &mut deps)
-            .await
-            .unwrap();
+        let exit = follow(
+            script(dispatch),
+            || script(kueue),
+            Shown { leases: leases(), output, opts: watch(), live_line: false },
+            stop,
+            &mut deps,
+        )
+        .await
+        .unwrap();
         let text = |s: &Shared| String::from_utf8(s.0.lock().unwrap().clone()).unwrap();
         (exit, text(&out), text(&err))
     }
@@ -736,10 +837,15 @@ mod tests {
         let never =
             || -> stream::Pending<KueueLeaseUpdate> { panic!("Kueue's Lease followed before dispatch's answered") };
         let stop = tokio::time::sleep(Duration::from_secs(600));
-        let e =
-            follow(script(vec![(0, down), (1, refused)]), never, leases(), table(), watch(), false, stop, &mut deps)
-                .await
-                .unwrap_err();
+        let e = follow(
+            script(vec![(0, down), (1, refused)]),
+            never,
+            Shown { leases: leases(), output: table(), opts: watch(), live_line: false },
+            stop,
+            &mut deps,
+        )
+        .await
+        .unwrap_err();
         assert_eq!(e.exit(), Exit::Failed);
         assert_eq!(
             String::from_utf8(err.0.lock().unwrap().clone()).unwrap(),

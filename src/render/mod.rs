@@ -11,6 +11,7 @@ pub mod prometheus;
 pub mod structured;
 pub mod table;
 pub mod watch;
+pub mod watch_view;
 pub mod workload;
 
 use crate::invocation::ColorWhen;
