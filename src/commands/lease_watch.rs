@@ -102,6 +102,7 @@ pub async fn follow<K: Stream<Item = KueueLeaseUpdate>>(
         polling: None,
         unknown_said: false,
         recheck: None,
+        replayed: None,
     };
     let end: Result<Exit, Error> = async {
         loop {
@@ -153,6 +154,8 @@ struct Watching<'a> {
     unknown_said: bool,
     /// When to judge the deadline again once the connection is back.
     recheck: Option<Instant>,
+    /// The latest Lease read before that moment.
+    replayed: Option<Observation>,
 }
 
 impl Watching<'_> {
@@ -185,14 +188,23 @@ impl Watching<'_> {
                     }
                     None
                 }
-                Woke::Update(Update::Dispatch(LeaseUpdate::Link(event))) => self.on_link(event, deps.clock.now())?,
+                Woke::Update(Update::Dispatch(LeaseUpdate::Link(event))) => self.on_link(0, event, deps.clock.now())?,
                 // Polling Kueue's Lease is no news here: its reads are.
                 Woke::Update(Update::Kueue(KueueLeaseUpdate::Polling { .. })) => None,
                 Woke::Update(Update::Kueue(KueueLeaseUpdate::Link(event))) => {
-                    self.connection.event(1, event, deps.clock.now())?
+                    self.on_link(1, event, deps.clock.now())?
                 }
                 Woke::Update(Update::Dispatch(LeaseUpdate::Polling { every, rule })) => {
                     (self.polling.replace(every).is_none()).then(|| polling_line(self.lease, every, &rule))
+                }
+                // Back after an outage that passed the deadline: the resumed watch replays
+                // what it missed, each renewal older than the last; judged at `now` they would
+                // read stale. Only the latest is judged, at the recheck.
+                Woke::Update(Update::Dispatch(LeaseUpdate::Lease(facts)))
+                    if self.unknown_said || self.recheck.is_some() =>
+                {
+                    self.replayed = Some(Observation::Lease(facts));
+                    None
                 }
                 Woke::Update(Update::Dispatch(LeaseUpdate::Lease(facts))) => {
                     return Ok(Step::Observe(Observation::Lease(facts)));
@@ -217,12 +229,20 @@ impl Watching<'_> {
     /// outage. Cut off, a renewal could not be seen: the heartbeat is unknown, not stale, and
     /// its deadline is judged again when the connection is back.
     fn on_timer(&mut self, deps: &mut Deps<'_>) -> Result<Option<Observation>, Error> {
-        self.recheck = None;
+        if self.recheck.is_some_and(|at| Instant::now() >= at) {
+            self.recheck = None;
+        }
         let now = deps.clock.now();
         if let Some(a) = self.manager.observe(None, now) {
             self.view.kueue(&a, now, self.tracker.assess(now).is_some(), deps.out, deps.err)?;
         }
-        let Some(cause) = self.connection.link.down_at_timeout() else { return Ok(Some(Observation::Tick)) };
+        let Some(cause) = self.connection.link.down_at_timeout() else {
+            return Ok(match self.recheck {
+                // Kueue's timer inside the moment after the outage: dispatch's waits for it.
+                Some(_) => None,
+                None => Some(self.replayed.take().unwrap_or(Observation::Tick)),
+            });
+        };
         if self.tracker.deadline(now).is_none() && !std::mem::replace(&mut self.unknown_said, true) {
             self.view.clear(deps.out)?;
             let _ = writeln!(deps.err, "{}", unknown_line(self.lease, cause.as_deref()));
@@ -230,14 +250,16 @@ impl Watching<'_> {
         Ok(None)
     }
 
-    /// dispatch's stream's connection: what to say, or the refusal that ends the watch.
-    fn on_link(&mut self, event: LinkEvent, now: Timestamp) -> Result<Option<String>, Error> {
-        if event == LinkEvent::Up
+    /// A stream's connection (0 dispatch's, 1 Kueue's): what to say, or the refusal that ends
+    /// the watch.
+    fn on_link(&mut self, stream: usize, event: LinkEvent, now: Timestamp) -> Result<Option<String>, Error> {
+        if stream == 0
+            && event == LinkEvent::Up
             && let Some(open) = self.open.take()
         {
             let _ = open.send(());
         }
-        let said = self.connection.event(0, event, now)?;
+        let said = self.connection.event(stream, event, now)?;
         // Back after the deadline passed unseen: judged again in a moment.
         if self.connection.link.down_at_timeout().is_none() && std::mem::take(&mut self.unknown_said) {
             self.recheck = Instant::now().checked_add(RESUME_GRACE);
@@ -606,7 +628,9 @@ mod tests {
             "{err}"
         );
         // Back at 40 and renewed meanwhile: never stale.
-        let items = vec![(0, renewed("a", 0)), (2, down("x")), (40, up()), (40, renewed("a", 38))];
+        // The resumed watch replays the renewals it missed, the first 35 s old: never stale.
+        let items =
+            vec![(0, renewed("a", 0)), (2, down("x")), (40, up()), (40, renewed("a", 5)), (40, renewed("a", 38))];
         let opts = LeaseWatch { timeout: Some(Duration::from_secs(60)), ..opts };
         let (exit, out, _, _) = run(items, opts, 600).await;
         assert_eq!(exit, Exit::TimedOut);
