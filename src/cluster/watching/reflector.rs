@@ -293,26 +293,7 @@ where
         };
         let stream = match self.api.watch(&params, &from).await {
             Ok(s) => s,
-            Err(e) => {
-                return match self.failed(&e, backoff).await? {
-                    Failure::Expired => {
-                        self.expired(Some(&from), backoff).await?;
-                        Ok(None)
-                    }
-                    Failure::Forbidden => {
-                        self.link(LinkEvent::Up)?;
-                        match &self.forbidden {
-                            // The list was allowed and the watch is not: list again every few
-                            // seconds, keeping what the list showed, rather than flipping to
-                            // forbidden between lists.
-                            WhenForbidden::Retry | WhenForbidden::End => tokio::time::sleep(FORBIDDEN_RETRY).await,
-                            WhenForbidden::Poll { .. } => self.on_forbidden().await?,
-                        }
-                        Ok(None)
-                    }
-                    Failure::Refreshed | Failure::Retried => Ok(Some(from)),
-                };
-            }
+            Err(e) => return self.not_watched(&e, from, backoff).await,
         };
         // Accepted: the connection is live, whether or not anything changes.
         self.succeeded()?;
@@ -367,6 +348,33 @@ where
             tokio::time::sleep(backoff.next().unwrap_or_default()).await;
         }
         Ok(Some(at))
+    }
+
+    /// A watch that was not accepted: the version to watch from next, or `None` to list again.
+    async fn not_watched(
+        &self,
+        e: &kube::Error,
+        from: String,
+        backoff: &mut CappedBackoff,
+    ) -> Result<Option<String>, Gone> {
+        match self.failed(e, backoff).await? {
+            Failure::Expired => {
+                self.expired(Some(&from), backoff).await?;
+                Ok(None)
+            }
+            Failure::Forbidden => {
+                self.link(LinkEvent::Up)?;
+                match &self.forbidden {
+                    // The list was allowed and the watch is not: list again every few seconds,
+                    // keeping what the list showed, rather than flipping to forbidden between
+                    // lists.
+                    WhenForbidden::Retry | WhenForbidden::End => tokio::time::sleep(FORBIDDEN_RETRY).await,
+                    WhenForbidden::Poll { .. } => self.on_forbidden().await?,
+                }
+                Ok(None)
+            }
+            Failure::Refreshed | Failure::Retried => Ok(Some(from)),
+        }
     }
 
     /// The one rule for a failed list, watch or get. An exec plugin that fails ends the
