@@ -340,3 +340,53 @@ fn a_clock_40s_fast_is_said_by_every_verb_once() {
     polled.expect_code(0);
     assert_eq!(skew_warnings(&polled.stderr).len(), 1, "{}", polled.stderr);
 }
+
+#[test]
+fn an_exec_plugin_that_fails_after_a_401_ends_the_watch_with_one_error_as_kubectl_fails() {
+    // Issue 26: the plugin's failure came back as a transport error and was retried every 2 s
+    // for ever. A ServiceAccount token from the exec plugin, the ServiceAccount deleted (its
+    // token then gets 401 once kube-apiserver's ~10 s token cache has passed), the plugin made
+    // to fail, the connection cut: the reconnect's 401 fetches the credential anew, the plugin
+    // fails, and the watch ends with the plugin's error, exit 1.
+    let c = Cluster::shared();
+    let shapes = Shapes::new(c);
+    let sa = "lv-exec-later";
+    c.kubectl_ok(&["create", "serviceaccount", sa, "-n", LEASE_NS], None);
+    let binding = format!("--serviceaccount={LEASE_NS}:{sa}");
+    c.kubectl_ok(&["create", "clusterrolebinding", sa, "--clusterrole=cluster-admin", &binding], None);
+    let token = c.kubectl_ok(&["create", "token", sa, "-n", LEASE_NS], None);
+    let token_file = shapes.dir.join("sa-token");
+    std::fs::write(&token_file, token.trim()).unwrap();
+    let user = shapes.exec_user(
+        "exec-token",
+        "client.authentication.k8s.io/v1",
+        "      interactiveMode: Never\n",
+        &[("TOKEN_FILE", token_file.to_str().unwrap())],
+    );
+    let port = c.apiserver_url().trim_start_matches("https://").to_string();
+    let cutter = support::forward::Cutter::start(&port);
+    let cluster = format!("    server: {}\n    certificate-authority: {}\n", cutter.url(), shapes.path("pki/ca.crt"));
+    let kc = shapes.kubeconfig("exec-later", &cluster, &user);
+    let kc_arg = kc.to_str().unwrap();
+    let lease_ref = format!("{LEASE_NS}/{LEASE}");
+    let watch = ["dispatch", "--kubeconfig", kc_arg, "lease", "--watch", "--timeout", "2m", "-o", "json", "--lease"];
+    let mut w = Watch::spawn(shapes.command(&[&watch[..], &[lease_ref.as_str()]].concat(), &[]));
+    w.wait_for("the first row", 30 * S, is_event("observed"));
+    // From now on the plugin fails, as a login that expired does.
+    std::fs::copy(shapes.dir.join("exec-fail"), shapes.dir.join("exec-token")).unwrap();
+    c.kubectl_ok(&["delete", "serviceaccount", sa, "-n", LEASE_NS], None);
+    c.kubectl_ok(&["delete", "clusterrolebinding", sa], None);
+    std::thread::sleep(15 * S);
+    cutter.cut();
+    assert_eq!(w.finish(60 * S), 1, "stdout {:#?}\nstderr {:#?}", w.seen, w.stderr);
+    let errors: Vec<&String> = w.stderr.iter().filter(|l| l.starts_with("error: ")).collect();
+    let expected = format!(
+        "error: the exec credential plugin {:?} exited with status 3: login failed: the session expired, run corp-login again",
+        shapes.path("exec-token")
+    );
+    assert_eq!(errors, [&expected], "{:#?}", w.stderr);
+    // kubectl, with the same kubeconfig: the revoked token's 401, the plugin run again, its failure: 1.
+    let kubectl = shapes.kubectl(&["--kubeconfig", kc_arg, "get", "lease", "-n", LEASE_NS, LEASE], &[]);
+    assert_eq!(kubectl.code, 1, "{kubectl:?}");
+    assert!(kubectl.stderr.contains("exit status 3") || kubectl.stderr.contains("exec"), "{kubectl:?}");
+}

@@ -469,3 +469,108 @@ fn a_watch_whose_reader_goes_away_ends_quietly_with_0() {
     run.expect_code(0);
     assert_eq!(run.stderr, "", "nothing on stderr");
 }
+
+#[test]
+fn a_closed_stdout_keeps_the_verdicts_code_as_dev_null_does() {
+    // Issue 26: on a stale Lease, `--until fresh --timeout 8s | head -1` exited 0 while the same
+    // command into /dev/null exited 3. Both are 3 now: the code --timeout gives.
+    let c = Cluster::shared();
+    let s = Scenario::new("w-pipe-stale");
+    c.apply(&fixtures::lease(&s.lease_ns, &s.lease_name, Some("ctl-a_1"), Some(600), Some(10)));
+    let command = format!("kubectl dispatch lease --watch --until fresh --timeout 8s -o json --lease {}", s.lease);
+    for tail in ["| head -n 1 >/dev/null", ">/dev/null"] {
+        let script = format!("set -o pipefail; {command} {tail}");
+        let run = Run::from(c.command("bash", &["-c", &script]).output().unwrap());
+        run.expect_code(3);
+        assert_eq!(run.stderr, "", "{tail}: nothing on stderr");
+    }
+}
+
+#[test]
+fn until_holder_change_is_reached_by_a_release_then_an_acquire() {
+    // Issue 26: holder A, then no holder (client-go's ReleaseOnCancel), then B is a holder change.
+    let c = Cluster::shared();
+    let s = Scenario::new("w-handover");
+    let acquired = fixtures::micro_ago(0);
+    write_lease(c, &s.lease_ns, &s.lease_name, "ctl-a_1", &acquired, 1, 15);
+    let mut w = Watch::start(
+        c,
+        &["lease", "--watch", "--until", "holder-change", "--timeout", "90s", "-o", "json", "--lease", &s.lease],
+    );
+    w.wait_for("the first row", 20 * S, is_event("observed"));
+    c.kubectl_ok(
+        &[
+            "patch",
+            "lease",
+            "-n",
+            &s.lease_ns,
+            &s.lease_name,
+            "--type=json",
+            "-p",
+            r#"[{"op":"remove","path":"/spec/holderIdentity"}]"#,
+        ],
+        None,
+    );
+    w.wait_for("the release", 20 * S, |l| json_event(l).is_some_and(|(_, v)| v["lease"]["status"] == "no holder"));
+    assert!(w.running(), "a release alone is no holder change");
+    write_lease(c, &s.lease_ns, &s.lease_name, "ctl-b_2", &fixtures::micro_ago(0), 2, 15);
+    let takeover = w.wait_for("the takeover row", 20 * S, is_event("takeover"));
+    let (_, v) = json_event(&takeover).unwrap();
+    assert_eq!(
+        (v["previousHolder"].as_str(), v["lease"]["holder"].as_str()),
+        (Some("ctl-a_1"), Some("ctl-b_2")),
+        "{v}"
+    );
+    assert_eq!(w.finish(20 * S), 0, "--until holder-change reached");
+}
+
+#[test]
+fn while_cut_off_a_renewed_lease_is_unknown_not_stale_and_until_stale_is_not_reached() {
+    // Issue 26: a Lease renewed every 2 s by a live holder, the plugin's connection cut for
+    // longer than the stale window (10 s): it said stale and exited 0 within 20 s, so a script
+    // failing over on `--until stale` failed over on a network blip. Now the heartbeat is
+    // unknown while cut off, and --timeout in the outage is 1.
+    let c = Cluster::shared();
+    let s = Scenario::new("w-cutoff");
+    leased(c, &s);
+    let port = c.apiserver_url().trim_start_matches("https://").to_string();
+    let cutter = support::forward::Cutter::start(&port);
+    let _ctl = Controller::start(c, &s.lease_ns, &s.lease_name, "ctl-a_1", 5);
+    let server = cutter.url();
+    let mut until = Watch::start(
+        c,
+        &[
+            "lease",
+            "--watch",
+            "--until",
+            "stale",
+            "--timeout",
+            "30s",
+            "-o",
+            "json",
+            "--lease",
+            &s.lease,
+            "--server",
+            &server,
+        ],
+    );
+    let mut rows = Watch::start(c, &["lease", "--watch", "-o", "json", "--lease", &s.lease, "--server", &server]);
+    until.wait_for("a renewal", 20 * S, is_event("renewed"));
+    rows.wait_for("a renewal", 20 * S, is_event("renewed"));
+    cutter.cut_off();
+    let unknown = "heartbeat unknown: its stale deadline passed while the connection was down";
+    for w in [&mut until, &mut rows] {
+        w.wait_for_stderr_any("the unknown line", 40 * S, |l| l.contains(unknown));
+    }
+    assert_eq!(until.finish(60 * S), 1, "stdout {:#?}\nstderr {:#?}", until.seen, until.stderr);
+    assert!(until.stderr.iter().any(|l| l.starts_with("error: --timeout 30s came while the connection was down")));
+    assert!(!until.seen.iter().any(|l| is_event("stale")(l)), "{:#?}", until.seen);
+    cutter.restore();
+    rows.wait_for_stderr("watch resumed", 30 * S);
+    // Renewed all along: once back, renewed rows, and never a stale one.
+    rows.wait_for("a renewal after the outage", 20 * S, is_event("renewed"));
+    std::thread::sleep(3 * S);
+    let (code, seen, stderr) = rows.stop();
+    assert_eq!(code, 0, "{stderr:#?}");
+    assert!(!seen.iter().any(|l| is_event("stale")(l)), "{seen:#?}");
+}

@@ -18,6 +18,8 @@ use super::Cluster;
 pub struct Cutter {
     pub addr: String,
     open: Arc<Mutex<Vec<TcpStream>>>,
+    /// While set, every new connection is closed at once: the network is down.
+    down: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Cutter {
@@ -25,9 +27,14 @@ impl Cutter {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the forwarder");
         let addr = listener.local_addr().unwrap().to_string();
         let open: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
-        let (target, kept) = (target.to_string(), open.clone());
+        let down: Arc<std::sync::atomic::AtomicBool> = Arc::default();
+        let (target, kept, cut_off) = (target.to_string(), open.clone(), down.clone());
         std::thread::spawn(move || {
             for client in listener.incoming().map_while(Result::ok) {
+                if cut_off.load(std::sync::atomic::Ordering::SeqCst) {
+                    let _ = client.shutdown(Shutdown::Both);
+                    continue;
+                }
                 let Ok(server) = TcpStream::connect(&target) else { continue };
                 let mut list = kept.lock().unwrap();
                 list.push(client.try_clone().unwrap());
@@ -37,13 +44,24 @@ impl Cutter {
                 pipe(server, client);
             }
         });
-        Cutter { addr, open }
+        Cutter { addr, open, down }
     }
 
     /// `https://127.0.0.1:PORT`: the API server through this forwarder (its certificate names
     /// 127.0.0.1, so any port verifies).
     pub fn url(&self) -> String {
         format!("https://{}", self.addr)
+    }
+
+    /// Cuts every connection and closes each new one at once until [`Cutter::restore`]: an
+    /// outage of the network while the API server (and whoever renews the Lease) goes on.
+    pub fn cut_off(&self) {
+        self.down.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.cut();
+    }
+
+    pub fn restore(&self) {
+        self.down.store(false, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Closes every connection open now; new ones are still accepted.
