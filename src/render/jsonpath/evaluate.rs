@@ -243,19 +243,21 @@ fn array<'a>(input: &[V<'a>], node: [Param; 3]) -> Result<Vec<V<'a>>, String> {
             V::Doc(Value::Array(items)) => items,
             other => return Err(format!("{} is not array or slice", other.type_name())),
         };
-        let len = items.len() as i64;
+        // Every sum below stays in range: an index is added to the length only while it is
+        // negative, and the slice's bounds are checked before they become usize.
+        let len = i64::try_from(items.len()).unwrap_or(i64::MAX);
         let mut p = node;
         if !p[0].known {
             p[0].value = 0;
         }
         if p[0].value < 0 {
-            p[0].value += len;
+            p[0].value = p[0].value.saturating_add(len);
         }
         if !p[1].known {
             p[1].value = len;
         }
         if p[1].value < 0 || (p[1].value == 0 && p[1].derived) {
-            p[1].value += len;
+            p[1].value = p[1].value.saturating_add(len);
         }
         if p[1].value == p[0].value {
             return Ok(result);
@@ -264,7 +266,7 @@ fn array<'a>(input: &[V<'a>], node: [Param; 3]) -> Result<Vec<V<'a>>, String> {
             return Err(format!("array index out of bounds: index {}, length {}", p[0].value, len));
         }
         if p[1].value > len || p[1].value < 0 {
-            return Err(format!("array index out of bounds: index {}, length {}", p[1].value - 1, len));
+            return Err(format!("array index out of bounds: index {}, length {}", p[1].value.saturating_sub(1), len));
         }
         if p[0].value > p[1].value {
             return Err(format!("starting index {} is greater than ending index {}", p[0].value, p[1].value));
@@ -273,11 +275,14 @@ fn array<'a>(input: &[V<'a>], node: [Param; 3]) -> Result<Vec<V<'a>>, String> {
             if p[2].value <= 0 {
                 return Err("step must be > 0".into());
             }
-            p[2].value as usize
+            usize::try_from(p[2].value).unwrap_or(usize::MAX)
         } else {
             1
         };
-        result.extend(items[p[0].value as usize..p[1].value as usize].iter().step_by(step).map(V::Doc));
+        let (Ok(from), Ok(to)) = (usize::try_from(p[0].value), usize::try_from(p[1].value)) else {
+            continue;
+        };
+        result.extend(items[from..to].iter().step_by(step).map(V::Doc));
     }
     Ok(result)
 }

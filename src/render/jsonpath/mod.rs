@@ -113,4 +113,28 @@ mod tests {
         assert_eq!(Template::parse("{.a[").unwrap_err(), "unterminated array");
         assert_eq!(run("{end}", doc).unwrap_err(), "not in range, nothing to end");
     }
+
+    /// Indexes at the ends of int64 (and a step past usize on any target) give kubectl's
+    /// errors and slices, never an overflow: `[n]` once added 1 to n unchecked.
+    #[test]
+    fn indexes_at_the_ends_of_the_integers() {
+        let doc = r#"{"a":[1,2,3]}"#;
+        let max = i64::MAX;
+        let min = i64::MIN;
+        let out_of_bounds = |i: i64| format!("array index out of bounds: index {i}, length 3");
+        assert_eq!(run(&format!("{{.a[{max}]}}"), doc).unwrap_err(), out_of_bounds(max));
+        assert_eq!(run(&format!("{{.a[{min}]}}"), doc).unwrap_err(), out_of_bounds(min + 3));
+        assert_eq!(run(&format!("{{.a[{min}:]}}"), doc).unwrap_err(), out_of_bounds(min + 3));
+        assert_eq!(run(&format!("{{.a[0:{max}]}}"), doc).unwrap_err(), out_of_bounds(max - 1));
+        assert_eq!(run(&format!("{{.a[{max}:{max}]}}"), doc).unwrap(), "");
+        assert_eq!(run(&format!("{{.a[::{max}]}}"), doc).unwrap(), "1");
+        assert_eq!(
+            run(&format!("{{.a[::{}]}}", usize::MAX), doc).unwrap_err(),
+            format!("array index {} is not a number", usize::MAX)
+        );
+        assert_eq!(
+            run("{.a[9223372036854775808]}", doc).unwrap_err(),
+            "array index 9223372036854775808 is not a number"
+        );
+    }
 }

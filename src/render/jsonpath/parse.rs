@@ -240,9 +240,14 @@ impl<'a> Parser<'a> {
                     params[i].value = go_atoi(v).ok_or_else(|| format!("array index {v} is not a number"))?;
                 }
             } else if i == 1 {
-                params[i].known = true;
-                params[i].value = params[0].value + 1;
-                params[i].derived = true;
+                // `[n]` is the slice `n:n+1`. Go's `n+1` wraps at the top of int64 to its
+                // bottom, and index n is then out of bounds of any array whatever the end; an
+                // open end (the array's length) gives the same error without the wrap.
+                if let Some(end) = params[0].value.checked_add(1) {
+                    params[i].known = true;
+                    params[i].value = end;
+                    params[i].derived = true;
+                }
             } else {
                 params[i].known = false;
                 params[i].value = 0;
