@@ -44,36 +44,7 @@ impl From<ColorArg> for ColorWhen {
 pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
     let timeout = parse_timeout(&cli.connection.request_timeout)?;
     let connection = cli.connection;
-    // gate's -n/-A and workload's -n, after the verb or before it; lease reads no Workloads.
-    let scope = match &cli.command {
-        Command::Gate(args) => ScopeArgs {
-            namespace: args.scope.namespace.clone().or(cli.scope.namespace),
-            all_namespaces: args.scope.all_namespaces || cli.scope.all_namespaces,
-        },
-        Command::Doctor(args) => ScopeArgs {
-            namespace: args.scope.namespace.clone().or(cli.scope.namespace),
-            all_namespaces: args.scope.all_namespaces || cli.scope.all_namespaces,
-        },
-        Command::Workload(args) if !cli.scope.all_namespaces => {
-            ScopeArgs { namespace: args.namespace.clone().or(cli.scope.namespace), all_namespaces: false }
-        }
-        Command::Workload(_) => {
-            return Err(Error::Usage(
-                "a Workload is named in one namespace: use -n NAMESPACE, not -A (list them with 'kubectl get workloads.kueue.x-k8s.io -A')".into(),
-            ));
-        }
-        Command::Lease(_) if cli.scope.is_set() => {
-            return Err(Error::Usage(
-                "lease takes no --namespace or --all-namespaces: name the Lease with --lease NAMESPACE/NAME".into(),
-            ));
-        }
-        _ if cli.scope.is_set() => {
-            return Err(Error::Usage(
-                "only gate, doctor and workload take --namespace, and only gate and doctor --all-namespaces".into(),
-            ));
-        }
-        _ => ScopeArgs::default(),
-    };
+    let scope = scope(&cli.command, cli.scope)?;
     if let Command::Gate(args) = &cli.command
         && args.output.output.format == Format::Prometheus
         && (args.watch || args.wait)
@@ -83,23 +54,7 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
                 .into(),
         ));
     }
-    let fleet = match &cli.command {
-        // clap sees this conflict only when --context comes after the verb.
-        Command::Gate(args) if args.all_contexts && !connection.contexts.is_empty() => {
-            return Err(Error::Usage("the argument '--all-contexts' cannot be used with '--context <NAME>'".into()));
-        }
-        Command::Gate(args) if args.all_contexts => Some(Fleet::All),
-        Command::Gate(args) if connection.contexts.len() > 1 => {
-            if args.watch || args.wait {
-                return Err(Error::Usage("--watch and --wait take one --context".into()));
-            }
-            Some(Fleet::Named(connection.contexts.clone()))
-        }
-        _ if connection.contexts.len() > 1 => {
-            return Err(Error::Usage("only gate takes --context more than once".into()));
-        }
-        _ => None,
-    };
+    let fleet = fleet(&cli.command, &connection.contexts)?;
     let resolved = connection.settings(scope.namespace.clone());
     let printer = printer(&cli.command)?;
     if fleet.is_some() && printer.is_some() {
@@ -107,17 +62,77 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
             "-o name, jsonpath and custom-columns print one context's document: give --context once".into(),
         ));
     }
-    let view = match &cli.command {
+    let verb = verb(cli.command, fleet, scope.all_namespaces)?;
+    Ok(Invocation { connection: resolved, timeout, verb, printer, color: cli.color.into() })
+}
+
+/// gate's -n/-A and workload's -n, after the verb or before it (`top`); lease reads no Workloads.
+fn scope(command: &Command, top: ScopeArgs) -> Result<ScopeArgs, Error> {
+    Ok(match command {
+        Command::Gate(args) => ScopeArgs {
+            namespace: args.scope.namespace.clone().or(top.namespace),
+            all_namespaces: args.scope.all_namespaces || top.all_namespaces,
+        },
+        Command::Doctor(args) => ScopeArgs {
+            namespace: args.scope.namespace.clone().or(top.namespace),
+            all_namespaces: args.scope.all_namespaces || top.all_namespaces,
+        },
+        Command::Workload(args) if !top.all_namespaces => {
+            ScopeArgs { namespace: args.namespace.clone().or(top.namespace), all_namespaces: false }
+        }
+        Command::Workload(_) => {
+            return Err(Error::Usage(
+                "a Workload is named in one namespace: use -n NAMESPACE, not -A (list them with 'kubectl get workloads.kueue.x-k8s.io -A')".into(),
+            ));
+        }
+        Command::Lease(_) if top.is_set() => {
+            return Err(Error::Usage(
+                "lease takes no --namespace or --all-namespaces: name the Lease with --lease NAMESPACE/NAME".into(),
+            ));
+        }
+        _ if top.is_set() => {
+            return Err(Error::Usage(
+                "only gate, doctor and workload take --namespace, and only gate and doctor --all-namespaces".into(),
+            ));
+        }
+        _ => ScopeArgs::default(),
+    })
+}
+
+/// The contexts a gate judges side by side (`--all-contexts`, or `--context` more than once).
+fn fleet(command: &Command, contexts: &[String]) -> Result<Option<Fleet>, Error> {
+    Ok(match command {
+        // clap sees this conflict only when --context comes after the verb.
+        Command::Gate(args) if args.all_contexts && !contexts.is_empty() => {
+            return Err(Error::Usage("the argument '--all-contexts' cannot be used with '--context <NAME>'".into()));
+        }
+        Command::Gate(args) if args.all_contexts => Some(Fleet::All),
+        Command::Gate(args) if contexts.len() > 1 => {
+            if args.watch || args.wait {
+                return Err(Error::Usage("--watch and --wait take one --context".into()));
+            }
+            Some(Fleet::Named(contexts.to_vec()))
+        }
+        _ if contexts.len() > 1 => {
+            return Err(Error::Usage("only gate takes --context more than once".into()));
+        }
+        _ => None,
+    })
+}
+
+/// The verb and its plain settings.
+fn verb(command: Command, fleet: Option<Fleet>, all_namespaces: bool) -> Result<Verb, Error> {
+    let view = match &command {
         Command::Gate(args) => workload_view(args)?,
         _ => WorkloadView::default(),
     };
-    let verb = match cli.command {
+    Ok(match command {
         Command::Gate(args) if fleet.is_some() => Verb::Fleet {
             contexts: fleet.unwrap_or(Fleet::All),
             settings: gate_settings(&args.target)?,
             output: (&args.output).into(),
             all_states: args.all_states,
-            all_namespaces: scope.all_namespaces,
+            all_namespaces,
             max_concurrency: usize::from(args.max_concurrency),
             view,
         },
@@ -125,7 +140,7 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
             settings: gate_settings(&args.target)?,
             output: (&args.output).into(),
             all_states: args.all_states,
-            all_namespaces: scope.all_namespaces,
+            all_namespaces,
             live: (args.watch || args.wait)
                 .then(|| Ok::<_, Error>(GateLive { wait: args.wait, timeout: wait_timeout(args.timeout.as_deref())? }))
                 .transpose()?,
@@ -153,13 +168,12 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
             lease: lease_ref(&args.lease, &read_target_config(&args.lease)?)?,
             kueue_lease: args.kueue_lease.kueue_lease.clone().unwrap_or_else(LeaseRef::kueue_default),
             output: (&args.output).into(),
-            all_namespaces: scope.all_namespaces,
+            all_namespaces,
             rbac: args.rbac,
         },
         // Needs no cluster: main prints the script before resolving anything.
         Command::Completion(_) => return Err(Error::Usage("completion is not a cluster command".into())),
-    };
-    Ok(Invocation { connection: resolved, timeout, verb, printer, color: cli.color.into() })
+    })
 }
 
 /// The printer `-o` names, its file read and its template checked (a bad one is a usage error,
