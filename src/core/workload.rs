@@ -335,60 +335,62 @@ fn conclude(e: &Explanation, local_queue: &Fetched<LocalQueue>) -> (Stage, Strin
         );
     }
     if !e.quota_reserved {
-        if let Fetched::Missing = local_queue
-            && e.cluster_queue.is_none()
-        {
-            return (
-                Stage::QueueMissing,
-                format!("waits for LocalQueue {lq}, which does not exist in namespace {}", e.namespace),
-            );
-        }
-        let evicted = cond("Evicted")
-            .filter(|c| c.is_true())
-            .map(|c| format!("; evicted before{}", kueue_says(Some(c))))
-            .unwrap_or_default();
-        let place = match &e.position {
-            Position::Found { cluster_queue, local_queue } => {
-                format!(
-                    ", position {} in ClusterQueue {} ({} in LocalQueue {lq})",
-                    cluster_queue,
-                    e.cluster_queue.as_deref().unwrap_or("?"),
-                    local_queue
-                )
-            }
-            _ => String::new(),
-        };
-        let at = if e.checks.iter().any(|c| c.dispatch) { ", not yet at dispatch's check" } else { "" };
-        // Kueue v0.19's reasons (gate UnadmittedWorkloadsObservability); older lines say
-        // Pending and keep the sentence below.
-        let quota = cond("QuotaReserved").filter(|c| !c.is_true());
-        match quota.and_then(|c| c.reason.as_deref()) {
-            Some("ExceedsMaxQuota") => {
-                let cq = e
-                    .cluster_queue
-                    .as_deref()
-                    .map(|cq| format!("ClusterQueue {cq}"))
-                    .unwrap_or("its ClusterQueue".into());
-                return (
-                    Stage::ExceedsMaxQuota,
-                    format!(
-                        "can never be admitted here: it asks for more than {cq} could ever give{}",
-                        kueue_says(quota)
-                    ),
-                );
-            }
-            Some("Misconfigured") => {
-                let what = quota.and_then(|c| c.message.as_deref()).filter(|m| !m.is_empty()).unwrap_or("no message");
-                return (Stage::Misconfigured, format!("cannot be admitted until Kueue's queues are fixed: {what}"));
-            }
-            _ => {}
-        }
+        return without_quota(e, lq, local_queue);
+    }
+    at_the_checks(e)
+}
+
+/// A Workload that has not reserved quota: where it waits, or why it never will.
+fn without_quota(e: &Explanation, lq: &str, local_queue: &Fetched<LocalQueue>) -> (Stage, String) {
+    let cond = |t: &str| e.conditions.get(t);
+    if let Fetched::Missing = local_queue
+        && e.cluster_queue.is_none()
+    {
         return (
-            Stage::WaitingForQuota,
-            format!("waits for quota{place}{at}{}{evicted}", kueue_says(cond("QuotaReserved"))),
+            Stage::QueueMissing,
+            format!("waits for LocalQueue {lq}, which does not exist in namespace {}", e.namespace),
         );
     }
-    // Quota is reserved: the checks decide.
+    let evicted = cond("Evicted")
+        .filter(|c| c.is_true())
+        .map(|c| format!("; evicted before{}", kueue_says(Some(c))))
+        .unwrap_or_default();
+    let place = match &e.position {
+        Position::Found { cluster_queue, local_queue } => {
+            format!(
+                ", position {} in ClusterQueue {} ({} in LocalQueue {lq})",
+                cluster_queue,
+                e.cluster_queue.as_deref().unwrap_or("?"),
+                local_queue
+            )
+        }
+        _ => String::new(),
+    };
+    let at = if e.checks.iter().any(|c| c.dispatch) { ", not yet at dispatch's check" } else { "" };
+    // Kueue v0.19's reasons (gate UnadmittedWorkloadsObservability); older lines say
+    // Pending and keep the sentence below.
+    let quota = cond("QuotaReserved").filter(|c| !c.is_true());
+    match quota.and_then(|c| c.reason.as_deref()) {
+        Some("ExceedsMaxQuota") => {
+            let cq =
+                e.cluster_queue.as_deref().map(|cq| format!("ClusterQueue {cq}")).unwrap_or("its ClusterQueue".into());
+            return (
+                Stage::ExceedsMaxQuota,
+                format!("can never be admitted here: it asks for more than {cq} could ever give{}", kueue_says(quota)),
+            );
+        }
+        Some("Misconfigured") => {
+            let what = quota.and_then(|c| c.message.as_deref()).filter(|m| !m.is_empty()).unwrap_or("no message");
+            return (Stage::Misconfigured, format!("cannot be admitted until Kueue's queues are fixed: {what}"));
+        }
+        _ => {}
+    }
+    (Stage::WaitingForQuota, format!("waits for quota{place}{at}{}{evicted}", kueue_says(cond("QuotaReserved"))))
+}
+
+/// Quota is reserved: the checks decide.
+fn at_the_checks(e: &Explanation) -> (Stage, String) {
+    let cond = |t: &str| e.conditions.get(t);
     if let Some(c) = e.checks.iter().find(|c| c.detail.state == "Rejected") {
         return (Stage::Rejected, format!("rejected by {}: {}", check_name(c), quoted(&c.detail.message)));
     }
