@@ -454,12 +454,13 @@ fn active_check(ac: &AdmissionCheck) -> Check {
     }
 }
 
+/// `, Reason: message`, `, Reason`, `: message`, or nothing, after `Active=False`.
 fn reason_suffix(c: &Condition) -> String {
-    match (c.reason.as_deref().filter(|r| !r.is_empty()), c.message.as_deref().filter(|m| !m.is_empty())) {
-        (Some(r), Some(m)) => format!(", {r}: {m}"),
-        (Some(r), None) => format!(", {r}"),
-        (None, Some(m)) => format!(": {m}"),
-        (None, None) => String::new(),
+    let said = c.said();
+    match (said.is_empty(), c.reason.as_deref().is_some_and(|r| !r.is_empty())) {
+        (true, _) => String::new(),
+        (false, true) => format!(", {said}"),
+        (false, false) => format!(": {said}"),
     }
 }
 

@@ -57,6 +57,17 @@ impl Condition {
     pub fn is_true(&self) -> bool {
         self.status == "True"
     }
+
+    /// What Kueue said: `Reason: message`, `Reason`, `message`, or nothing.
+    pub fn said(&self) -> String {
+        let reason = self.reason.as_deref().filter(|r| !r.is_empty());
+        match (reason, self.message.as_deref().filter(|m| !m.is_empty())) {
+            (Some(r), Some(m)) => format!("{r}: {m}"),
+            (Some(r), None) => r.to_string(),
+            (None, Some(m)) => m.to_string(),
+            (None, None) => String::new(),
+        }
+    }
 }
 
 /// A LocalQueue, to find the ClusterQueue of a Workload that has no admission yet.

@@ -286,19 +286,9 @@ pub fn explain(settings: &GateSettings, input: &WorkloadInput, now: Timestamp) -
     e
 }
 
-/// `Reason: message`, `Reason`, `message`, or nothing.
-fn said(c: &Condition) -> String {
-    match (c.reason.as_deref().filter(|r| !r.is_empty()), c.message.as_deref().filter(|m| !m.is_empty())) {
-        (Some(r), Some(m)) => format!("{r}: {m}"),
-        (Some(r), None) => r.to_string(),
-        (None, Some(m)) => m.to_string(),
-        (None, None) => String::new(),
-    }
-}
-
 /// ` (Kueue: ...)` when Kueue said something.
 fn kueue_says(c: Option<&Condition>) -> String {
-    match c.map(said).filter(|s| !s.is_empty()) {
+    match c.map(Condition::said).filter(|s| !s.is_empty()) {
         Some(s) => format!(" (Kueue: {s})"),
         None => String::new(),
     }
