@@ -6,6 +6,7 @@ use k8s_openapi::jiff::Timestamp;
 
 use super::fetched::Fetched;
 use super::holder::{HolderFacts, PodState};
+use super::kueue::API_VERSIONS;
 use super::kueue_lease;
 use super::lease::{self, LeaseFacts, LeaseRef, LeaseState};
 
@@ -281,7 +282,7 @@ fn kueue_finding(kueue: &KueueServed) -> Finding {
             let served = format!("serves {}", versions.join(", "));
             match (reads, fallback, error) {
                 (_, _, Some(error)) => (Level::Fail, format!("{served}; {error}")),
-                (None, _, _) => (Level::Fail, format!("{served}; the plugin reads v1beta2 or v1beta1")),
+                (None, _, _) => (Level::Fail, format!("{served}; the plugin reads {}", API_VERSIONS.join(" or "))),
                 (Some(v), Some(why), None) => (Level::Warning, format!("{served}; the plugin reads {v}: {why}")),
                 (Some(v), None, None) => (Level::Ok, format!("{served}; the plugin reads {v}")),
             }

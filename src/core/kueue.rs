@@ -3,6 +3,11 @@
 
 use k8s_openapi::jiff::Timestamp;
 
+/// The versions of Kueue's APIs the plugin reads, most preferred first, among those a cluster
+/// serves: v1beta2 (Kueue v0.15 and later), then v1beta1 (gone from Kueue v0.20). Kueue's
+/// visibility API is read in the same order.
+pub const API_VERSIONS: [&str; 2] = ["v1beta2", "v1beta1"];
+
 /// A ClusterQueue, the AdmissionChecks it lists and Kueue's own `Active` condition on it, from
 /// either shape: v1beta2 `spec.admissionChecksStrategy.admissionChecks[]`, or v1beta1's
 /// `spec.admissionChecks` as well.

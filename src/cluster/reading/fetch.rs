@@ -14,7 +14,7 @@ use super::failure::{Failure, classify, transport};
 use super::wire;
 use crate::cluster::connecting::connect::Connection;
 use crate::core::fetched::{Denied, Fetched};
-use crate::core::kueue::{AdmissionCheck, ClusterQueue, LocalQueue};
+use crate::core::kueue::{API_VERSIONS, AdmissionCheck, ClusterQueue, LocalQueue};
 use crate::core::lease::{LeaseFacts, LeaseRef};
 use crate::core::waiting::{self, Waiting, WaitingScope};
 use crate::error::Error;
@@ -55,10 +55,9 @@ impl Kueue {
     }
 }
 
-/// The versions the plugin reads, most preferred first, among those served: v1beta2 (Kueue
-/// v0.15 and later), then v1beta1.
+/// The versions the plugin reads ([`API_VERSIONS`]), most preferred first, among those served.
 fn read_order(served: &[&str]) -> Vec<String> {
-    ["v1beta2", "v1beta1"].into_iter().filter(|v| served.contains(v)).map(String::from).collect()
+    API_VERSIONS.into_iter().filter(|v| served.contains(v)).map(String::from).collect()
 }
 
 /// What [`read_served`] read, at which version, and the warning when that is not the one

@@ -12,7 +12,7 @@ use super::fetch::{self, Kueue};
 use super::wire;
 use crate::cluster::connecting::connect::Connection;
 use crate::core::fetched::{Denied, Fetched};
-use crate::core::kueue::LocalQueue;
+use crate::core::kueue::{API_VERSIONS, LocalQueue};
 use crate::core::workload::{Position, WorkloadFacts};
 use crate::error::{Error, first_line};
 use crate::log::Log;
@@ -97,13 +97,13 @@ struct PendingWorkload {
     position_in_local_queue: i32,
 }
 
-/// The versions of Kueue's visibility API to read, chosen from discovery as Kueue's own are:
-/// v1beta2 (Kueue v0.15 and later), then v1beta1 (gone from Kueue v0.20), among those the
+/// The versions of Kueue's visibility API to read, chosen from discovery as Kueue's own are
+/// ([`API_VERSIONS`]: v1beta2, then v1beta1), among those the
 /// aggregation layer lists for the group (every registered APIService, available or not). Empty
 /// when the group is not served. When discovery itself fails (forbidden, an error), both are
 /// left to try, in that order: the read says what is wrong.
 pub async fn visibility_versions(conn: &Connection, log: &Log) -> Vec<&'static str> {
-    const ORDER: [&str; 2] = ["v1beta2", "v1beta1"];
+    const ORDER: [&str; 2] = API_VERSIONS;
     let path = format!("/apis/{VISIBILITY}");
     let started = Instant::now();
     let Ok(request) = http::Request::get(&path).body(Vec::<u8>::new()) else { return ORDER.to_vec() };
