@@ -1,8 +1,8 @@
 //! `-o custom-columns=SPEC` and `-o custom-columns-file=FILE`, as kubectl's
 //! `CustomColumnsPrinter` prints them: a header row, then one row per document; each cell is
 //! what the column's JSONPath finds (every value, comma-separated, `<none>` when nothing), the
-//! columns aligned as kubectl's tab writer aligns them (at least 6 wide, 3 spaces of padding,
-//! widths remembered from one row to the next in a watch). A cell is terminal text: each value
+//! columns aligned by kubectl's tab writer ([`super::tabwriter`], widths remembered from one
+//! row to the next in a watch). A cell is terminal text: each value
 //! goes through the one sanitizer ([`crate::text::sanitize::escape`]), as the tables' cells do,
 //! where kubectl's `EscapeTerminal` rewrites only ESC and CR (so a newline or a tab inside a
 //! value is `\n` or `\t` here, and does not break the table as it does in kubectl).
@@ -15,9 +15,6 @@ use super::jsonpath::{Template, relaxed};
 pub struct Columns {
     pub columns: Vec<(String, Template)>,
 }
-
-const MIN_WIDTH: usize = 6;
-const PADDING: usize = 3;
 
 impl Columns {
     /// `NAME:.path,OTHER:.path` (kubectl's NewCustomColumnsPrinterFromSpec).
@@ -91,70 +88,6 @@ fn column(path: &str) -> Result<Template, String> {
     Template::parse(&expr)
 }
 
-/// Go's text/tabwriter as kubectl sets it up (liggitt/tabwriter with RememberWidths), over
-/// lines of tab-separated cells: a column is aligned over each block of consecutive lines that
-/// have a tab-terminated cell in it (so a newline inside a cell splits a block, as in kubectl);
-/// `remembered` keeps each column's width across calls (a watch's later rows).
-pub fn align(lines: &[Vec<String>], remembered: &mut Vec<usize>) -> String {
-    let text: String = lines.iter().map(|l| l.join("\t") + "\n").collect();
-    let rows: Vec<Vec<&str>> =
-        text.strip_suffix('\n').unwrap_or(&text).split('\n').map(|l| l.split('\t').collect()).collect();
-    let mut out = String::new();
-    let mut tw = Tab { rows: &rows, widths: Vec::new(), remembered, out: &mut out };
-    tw.format(0, rows.len());
-    out
-}
-
-struct Tab<'a, 'b> {
-    rows: &'a [Vec<&'a str>],
-    widths: Vec<usize>,
-    remembered: &'b mut Vec<usize>,
-    out: &'b mut String,
-}
-
-impl Tab<'_, '_> {
-    fn format(&mut self, mut line0: usize, line1: usize) {
-        let column = self.widths.len();
-        let mut this = line0;
-        while this < line1 {
-            if column + 1 >= self.rows[this].len() {
-                this += 1;
-                continue;
-            }
-            self.write_lines(line0, this);
-            line0 = this;
-            let mut width = MIN_WIDTH;
-            while this < line1 && column + 1 < self.rows[this].len() {
-                width = width.max(self.rows[this][column].chars().count() + PADDING);
-                this += 1;
-            }
-            if let Some(r) = self.remembered.get_mut(column) {
-                width = width.max(*r);
-                *r = width;
-            } else {
-                self.remembered.push(width);
-            }
-            self.widths.push(width);
-            self.format(line0, this);
-            self.widths.pop();
-            line0 = this;
-        }
-        self.write_lines(line0, line1);
-    }
-
-    fn write_lines(&mut self, line0: usize, line1: usize) {
-        for row in &self.rows[line0..line1] {
-            for (j, cell) in row.iter().enumerate() {
-                self.out.push_str(cell);
-                if let Some(w) = self.widths.get(j) {
-                    self.out.push_str(&" ".repeat(w.saturating_sub(cell.chars().count())));
-                }
-            }
-            self.out.push('\n');
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,7 +99,10 @@ mod tests {
         let row = c.row(&doc).unwrap();
         assert_eq!(row, vec!["a", "1,2", "<none>"]);
         let mut widths = Vec::new();
-        assert_eq!(align(&[c.headers(), row], &mut widths), "NAME   N     MISS\na      1,2   <none>\n");
+        assert_eq!(
+            super::super::tabwriter::align(&[c.headers(), row], &mut widths),
+            "NAME   N     MISS\na      1,2   <none>\n"
+        );
         assert!(Columns::from_spec("NAME").unwrap_err().starts_with("unexpected custom-columns spec: NAME"));
     }
 }

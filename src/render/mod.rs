@@ -10,6 +10,7 @@ pub mod printer;
 pub mod prometheus;
 pub mod structured;
 pub mod table;
+pub mod tabwriter;
 pub mod watch;
 pub mod watch_view;
 pub mod workload;

@@ -15,8 +15,9 @@ use std::io::{self, Write};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::columns::{Columns, align};
+use super::columns::Columns;
 use super::jsonpath::Template;
+use super::tabwriter::align;
 use crate::invocation::{PrinterKind, PrinterSpec};
 use crate::text::sanitize::escape;
 

@@ -3,31 +3,22 @@
 
 use std::io::{self, Write};
 
-use comfy_table::{ColumnConstraint, ContentArrangement, Table, Width, presets};
+use super::tabwriter;
 
-/// Writes a table. Cells must already be escaped ([`crate::text::sanitize`]).
+/// Writes a table, aligned by the same tab writer as kubectl's (and `-o custom-columns`'s,
+/// [`tabwriter::align`]). Cells must already be escaped ([`crate::text::sanitize`]).
 pub fn write(out: &mut dyn Write, headers: &[&str], rows: &[Vec<String>], no_headers: bool) -> io::Result<()> {
     if rows.is_empty() && no_headers {
         return Ok(());
     }
-    let mut table = Table::new();
-    table.load_preset(presets::NOTHING).set_content_arrangement(ContentArrangement::Disabled);
+    let mut lines: Vec<Vec<String>> = Vec::with_capacity(rows.len() + 1);
     if !no_headers {
-        table.set_header(headers.iter().map(|h| h.to_uppercase()));
+        lines.push(headers.iter().map(|h| h.to_uppercase()).collect());
     }
     for row in rows {
-        table.add_row(row.iter().map(|c| if c.is_empty() { "<none>".to_string() } else { c.clone() }));
+        lines.push(row.iter().map(|c| if c.is_empty() { "<none>".to_string() } else { c.clone() }).collect());
     }
-    let last = headers.len().saturating_sub(1);
-    for (i, column) in table.column_iter_mut().enumerate() {
-        if i == last {
-            column.set_padding((0, 0));
-        } else {
-            column.set_padding((0, 3));
-            column.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(6)));
-        }
-    }
-    for line in table.lines() {
+    for line in tabwriter::align(&lines, &mut Vec::new()).lines() {
         writeln!(out, "{}", line.trim_end())?;
     }
     Ok(())
