@@ -5,12 +5,12 @@
 //! does every local page and heading the README and the docs link to.
 //! `UPDATE_README=1 cargo test --test docs_sync` rewrites the blocks.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use support::repo;
 
 /// README.md and every docs/*.md, in name order.
 fn pages() -> Vec<PathBuf> {
@@ -55,7 +55,7 @@ fn block_after(text: &str, marker: &str) -> std::ops::Range<usize> {
 }
 
 /// Compares the block after `marker` with `want`, or rewrites it with UPDATE_README=1.
-fn check(marker: &str, want: &str) {
+fn check_block(marker: &str, want: &str) {
     let (path, mut text) = page_with(marker);
     let range = block_after(&text, marker);
     if text[range.clone()] == *want {
@@ -86,7 +86,7 @@ fn readme_usage_is_the_help() {
         let out = Command::new(env!("CARGO_BIN_EXE_kubectl-dispatch")).args(&args).output().unwrap();
         assert!(out.status.success());
         let help = String::from_utf8(out.stdout).unwrap();
-        check(&format!("help:kubectl dispatch {}", args.join(" ")), &help);
+        check_block(&format!("help:kubectl dispatch {}", args.join(" ")), &help);
     }
     // The README keeps the usage summary; each verb's page, its own --help.
     assert_eq!(page_with("help:kubectl dispatch --help").0, repo().join("README.md"));
@@ -96,7 +96,7 @@ fn readme_usage_is_the_help() {
 fn readme_example_is_the_golden_file() {
     for file in ["gate-stale.txt", "workload-stale.txt", "doctor-all-well.txt"] {
         let golden = std::fs::read_to_string(format!("{}/tests/golden/{file}", env!("CARGO_MANIFEST_DIR"))).unwrap();
-        check(&format!("golden:{file}"), &golden);
+        check_block(&format!("golden:{file}"), &golden);
     }
     // The README keeps the short example.
     assert_eq!(page_with("golden:gate-stale.txt").0, repo().join("README.md"));
@@ -105,7 +105,7 @@ fn readme_example_is_the_golden_file() {
 #[test]
 fn readme_rbac_is_deploy_rbac() {
     let rbac = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/rbac.yaml")).unwrap();
-    check("file:deploy/rbac.yaml", &rbac);
+    check_block("file:deploy/rbac.yaml", &rbac);
     assert_eq!(page_with("file:deploy/rbac.yaml").0, repo().join("README.md"), "the README keeps the RBAC");
 }
 

@@ -194,7 +194,7 @@ fn run_script_serves_readyz() {
 
 // 3. RBAC users.
 
-fn can_i(c: &Cluster, args: &[&str]) -> (Option<i32>, String) {
+fn auth_can_i(c: &Cluster, args: &[&str]) -> (Option<i32>, String) {
     let mut full = vec!["auth", "can-i"];
     full.extend_from_slice(args);
     let out = c.kubectl(&full, None);
@@ -207,14 +207,17 @@ fn viewer_reads_the_lease_and_no_lease_gets_a_real_403() {
     let lease = ["get", "leases/dispatch-admission", "-n", "dispatch-system"];
 
     let viewer: Vec<&str> = ["--context", "viewer"].iter().chain(&lease).copied().collect();
-    assert_eq!(can_i(c, &viewer), (Some(0), "yes\n".into()));
+    assert_eq!(auth_can_i(c, &viewer), (Some(0), "yes\n".into()));
 
     let no_lease: Vec<&str> = ["--context", "no-lease"].iter().chain(&lease).copied().collect();
-    assert_eq!(can_i(c, &no_lease), (Some(1), "no\n".into()));
+    assert_eq!(auth_can_i(c, &no_lease), (Some(1), "no\n".into()));
 
-    assert_eq!(can_i(c, &["--context", "viewer", "list", "workloads.kueue.x-k8s.io", "-A"]), (Some(0), "yes\n".into()));
     assert_eq!(
-        can_i(c, &["--context", "viewer", "create", "leases", "-n", "dispatch-system"]),
+        auth_can_i(c, &["--context", "viewer", "list", "workloads.kueue.x-k8s.io", "-A"]),
+        (Some(0), "yes\n".into())
+    );
+    assert_eq!(
+        auth_can_i(c, &["--context", "viewer", "create", "leases", "-n", "dispatch-system"]),
         (Some(1), "no\n".into())
     );
 

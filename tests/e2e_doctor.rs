@@ -57,7 +57,7 @@ fn results(v: &serde_json::Value, area: &str) -> Vec<(String, String)> {
 }
 
 /// `kubectl auth can-i` for an access finding, with the same context: the oracle.
-fn can_i(c: &Cluster, context: &str, access: &serde_json::Value) -> bool {
+fn kubectl_can_i(c: &Cluster, context: &str, access: &serde_json::Value) -> bool {
     let resource = match access["group"].as_str().unwrap() {
         "" => access["resource"].as_str().unwrap().to_string(),
         group => format!("{}.{group}", access["resource"].as_str().unwrap()),
@@ -104,7 +104,7 @@ fn the_viewer_has_what_the_plugin_needs_as_kubectl_auth_can_i_agrees() {
     assert_eq!(missing, ["list namespaces (cluster-wide)"]);
     for f in v["findings"].as_array().unwrap().iter().filter(|f| f["area"] == "access") {
         let allowed = f["access"]["answer"] == "allowed";
-        assert_eq!(allowed, can_i(c, "viewer", &f["access"]), "doctor and kubectl auth can-i disagree: {f:#}");
+        assert_eq!(allowed, kubectl_can_i(c, "viewer", &f["access"]), "doctor and kubectl auth can-i disagree: {f:#}");
     }
     let kueue = finding(&v, "Kueue's API versions agree with the plugin's");
     assert_eq!(kueue["detail"], "serves v1beta2, v1beta1; the plugin reads v1beta2");

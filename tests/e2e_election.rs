@@ -12,24 +12,15 @@ use std::time::{Duration, Instant};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use support::elector::{Campaign, Elector};
 use support::fixtures::Scenario;
-use support::watch::{Watch, connection_lines};
+use support::watch::{Watch, connection_lines, is_event, json_event};
 use support::{Cluster, Run};
 
 const S: Duration = Duration::from_secs(1);
 const DURATION: &str = "4s";
 const LIMIT: SignedDuration = SignedDuration::from_secs(8);
 
-fn json_event(line: &str) -> Option<(String, serde_json::Value)> {
-    let v: serde_json::Value = serde_json::from_str(line).ok()?;
-    Some((v["event"].as_str()?.to_string(), v))
-}
-
-fn is_event(event: &str) -> impl Fn(&str) -> bool + '_ {
-    move |l| json_event(l).is_some_and(|(e, _)| e == event)
-}
-
 /// The Kueue side of a healthy gate, and no Lease yet: the first leader creates it.
-fn scenario(c: &Cluster, tag: &str) -> Scenario {
+fn queue_without_lease(c: &Cluster, tag: &str) -> Scenario {
     let s = Scenario::new(tag);
     c.apply(&s.queue_yaml());
     s
@@ -44,7 +35,7 @@ fn pod_identity(pod: &str) -> String {
     format!("dispatch-admission-6c4f9-{pod}_{}", support::unique("uid"))
 }
 
-fn gate(c: &Cluster, s: &Scenario) -> Run {
+fn gate_json(c: &Cluster, s: &Scenario) -> Run {
     c.dispatch(&s.args("gate", &["-o", "json"]))
 }
 
@@ -55,13 +46,13 @@ fn timestamp(v: &serde_json::Value) -> Timestamp {
 #[test]
 fn a_rolling_restart_keeps_the_gate_yes_and_lease_watch_shows_the_takeover() {
     let c = Cluster::shared();
-    let s = scenario(c, "el-roll");
+    let s = queue_without_lease(c, "el-roll");
     let (old_id, new_id) = (pod_identity("a1"), pod_identity("b2"));
     let mut old = Elector::start(c, campaign(&s, false), &old_id);
     old.wait_leading(20 * S);
     let mut w = Watch::start(c, &["lease", "--watch", "-o", "json", "--lease", &s.lease]);
     w.wait_for("a renewal by the first leader", 20 * S, is_event("renewed"));
-    let before = gate(c, &s);
+    let before = gate_json(c, &s);
     before.expect_code(0);
     let transitions = before.json()["lease"]["leaseTransitions"].as_i64().expect("leaseTransitions");
 
@@ -79,7 +70,7 @@ fn a_rolling_restart_keeps_the_gate_yes_and_lease_watch_shows_the_takeover() {
     while polls_after_takeover < 3 {
         assert!(stopped.elapsed() < 30 * S, "no takeover within 30 s\n{}", new.report());
         let leads = new.leads();
-        let run = gate(c, &s);
+        let run = gate_json(c, &s);
         polls += 1;
         assert_eq!(
             run.code,
@@ -123,17 +114,17 @@ fn a_rolling_restart_keeps_the_gate_yes_and_lease_watch_shows_the_takeover() {
 #[test]
 fn with_release_on_cancel_a_stopped_leader_leaves_no_holder_and_the_gate_says_so() {
     let c = Cluster::shared();
-    let s = scenario(c, "el-release");
+    let s = queue_without_lease(c, "el-release");
     let id = pod_identity("r1");
     let mut leader = Elector::start(c, campaign(&s, true), &id);
     leader.wait_leading(20 * S);
-    gate(c, &s).expect_code(0);
+    gate_json(c, &s).expect_code(0);
 
     assert_eq!(leader.stop(), 0, "SIGTERM ends the elector with 0, after it released the Lease");
     let run = c.dispatch(&s.args("gate", &[]));
     run.expect_code(3)
         .expect_line("ReadmissionGate: no (observe-only): the admission controller's Lease has no holder");
-    let json = gate(c, &s).json();
+    let json = gate_json(c, &s).json();
     let lease = &json["lease"];
     // client-go's release: an empty holder and a duration of 1 s; the rest stays.
     assert_eq!(lease["status"], "no holder", "{json}");
@@ -148,7 +139,7 @@ fn with_release_on_cancel_a_stopped_leader_leaves_no_holder_and_the_gate_says_so
 #[test]
 fn a_killed_leader_goes_stale_within_twice_the_duration_with_no_api_event() {
     let c = Cluster::shared();
-    let s = scenario(c, "el-kill");
+    let s = queue_without_lease(c, "el-kill");
     let id = pod_identity("k1");
     let mut leader = Elector::start(c, campaign(&s, false), &id);
     leader.wait_leading(20 * S);
@@ -161,7 +152,7 @@ fn a_killed_leader_goes_stale_within_twice_the_duration_with_no_api_event() {
         );
         if renewals.len() >= 3 { Ok(()) } else { Err(format!("renewTimes seen: {renewals:?}")) }
     });
-    gate(c, &s).expect_code(0);
+    gate_json(c, &s).expect_code(0);
 
     leader.kill();
     let killed = Timestamp::now();
@@ -172,7 +163,7 @@ fn a_killed_leader_goes_stale_within_twice_the_duration_with_no_api_event() {
         )
     };
     let version = rv();
-    let renewed = timestamp(&gate(c, &s).json()["lease"]["renewTime"]);
+    let renewed = timestamp(&gate_json(c, &s).json()["lease"]["renewTime"]);
     assert!(killed.duration_since(renewed) < SignedDuration::from_secs(1), "renewed {renewed}, killed {killed}");
 
     let started = Instant::now();
@@ -217,7 +208,7 @@ fn three_apiserver_restarts_while_client_go_renews_with_a_takeover_across_the_se
     // deadline 20 s): a leader survives an outage of a loaded machine's restart (about 10 s
     // here; with 4 s it would stop leading after 2.7 s without the API server).
     let c: &'static Cluster = Box::leak(Box::new(Cluster::start("v0.17.0")));
-    let s = scenario(c, "el-kill3");
+    let s = queue_without_lease(c, "el-kill3");
     let campaign = Campaign { duration: "30s", ..campaign(&s, false) };
     let (a_id, b_id) = (pod_identity("a1"), pod_identity("b2"));
     let mut a = Elector::start(c, campaign, &a_id);
@@ -267,7 +258,7 @@ fn with_only_get_on_the_lease_lease_watch_polls_and_shows_renewals_a_takeover_an
     // adapter is granted): kubectl get -w is refused; the plugin says once that it polls and
     // why, and follows the heartbeat anyway.
     let c = Cluster::shared();
-    let s = scenario(c, "el-get");
+    let s = queue_without_lease(c, "el-get");
     let (a_id, b_id) = (pod_identity("g1"), pod_identity("g2"));
     let mut a = Elector::start(c, campaign(&s, false), &a_id);
     a.wait_leading(20 * S);

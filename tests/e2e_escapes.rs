@@ -203,7 +203,7 @@ fn cluster_text_is_screened_in_every_verb_and_kept_exact_in_every_data_format() 
                 args.extend(["-o", format]);
             }
             let run = c.dispatch(&call(&s, verb, &args));
-            check(&run, format, &format!("{verb} {}", args.join(" ")));
+            check_format(&run, format, &format!("{verb} {}", args.join(" ")));
             if *format == "json" {
                 json = Some(json_docs(&run, verb).remove(0));
             }
@@ -221,7 +221,7 @@ fn cluster_text_is_screened_in_every_verb_and_kept_exact_in_every_data_format() 
             let columns = format!("custom-columns=TEXT:{path}");
             for printer in [columns.as_str(), "name"] {
                 let run = c.dispatch(&call(&s, verb, &[extra.as_slice(), &["-o", printer]].concat()));
-                check(&run, "text", &format!("{verb} -o {printer}"));
+                check_format(&run, "text", &format!("{verb} -o {printer}"));
             }
         }
     }
@@ -236,13 +236,13 @@ fn cluster_text_is_screened_in_every_verb_and_kept_exact_in_every_data_format() 
                 args.extend(["-o", format]);
             }
             let run = c.dispatch(&call(&s, verb, &args));
-            check(&run, format, &format!("{verb} {}", args.join(" ")));
+            check_format(&run, format, &format!("{verb} {}", args.join(" ")));
         }
     }
 }
 
 /// The checks for one run in `format`.
-fn check(run: &Run, format: &str, what: &str) {
+fn check_format(run: &Run, format: &str, what: &str) {
     match format {
         "json" => exact(run, what, json_docs(run, what)),
         "yaml" => exact(run, what, yaml_docs(run, what)),

@@ -2,12 +2,8 @@
 
 mod support;
 
-use support::fixtures::{self, Scenario};
+use support::fixtures::{self, Scenario, gate};
 use support::{Cluster, Run};
-
-fn gate(c: &Cluster, s: &Scenario, extra: &[&str]) -> Run {
-    c.dispatch(&s.args("gate", extra))
-}
 
 #[test]
 fn healthy_gate_says_yes_and_the_adapter_writes() {
@@ -323,7 +319,7 @@ fn several_of_dispatchs_checks_on_one_cluster_queue_are_each_judged_in_either_or
 }
 
 #[test]
-fn on_flavors_show_in_the_detail_of_check_1() {
+fn on_flavors_show_in_check_1s_row_and_the_json() {
     let c = Cluster::shared();
     let s = Scenario::new("flavors");
     c.apply(&s.healthy_yaml());

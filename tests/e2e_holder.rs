@@ -14,7 +14,7 @@ fn hold(c: &Cluster, s: &Scenario, holder: &str) {
     c.apply(&fixtures::lease(&s.lease_ns, &s.lease_name, Some(holder), Some(1), Some(15)));
 }
 
-fn holder_pod(run: &Run) -> serde_json::Value {
+fn holder_pod_of(run: &Run) -> serde_json::Value {
     run.expect_code(0);
     run.json()["lease"]["holderPod"].clone()
 }
@@ -30,7 +30,7 @@ fn lease_and_gate_say_what_became_of_the_holders_pod() {
     c.apply(&pods::node(&down, "Unknown", "NodeStatusUnknown"));
     let lease = |holder: &str| {
         hold(c, &s, holder);
-        holder_pod(&c.dispatch(&s.args("lease", &["-o", "json"])))
+        holder_pod_of(&c.dispatch(&s.args("lease", &["-o", "json"])))
     };
 
     // Running and ready: its UID in the identity.
@@ -124,7 +124,7 @@ fn lease_and_gate_say_what_became_of_the_holders_pod() {
 
     // A holder that names no pod: said, and nothing is looked up.
     hold(c, &s, "leader-without-a-pod-name");
-    let pod = holder_pod(&c.dispatch(&s.args("lease", &["-o", "json"])));
+    let pod = holder_pod_of(&c.dispatch(&s.args("lease", &["-o", "json"])));
     assert_eq!((pod["status"].as_str(), pod["name"].is_null()), (Some("not a pod"), true), "{pod}");
 }
 
@@ -151,7 +151,7 @@ fn forbidden_pods_are_a_note() {
 
     let note = format!("pod {name} not checked: missing RBAC: get pods in namespace dispatch-system");
     let json = c.dispatch(&["lease", "--context", "no-pods", "-o", "json"]);
-    let pod = holder_pod(&json);
+    let pod = holder_pod_of(&json);
     assert_eq!(pod["status"], "forbidden");
     assert_eq!(pod["missingRbac"], "get pods in namespace dispatch-system");
     assert_eq!(pod["detail"], note.as_str());
@@ -166,5 +166,5 @@ fn forbidden_pods_are_a_note() {
 
     // The viewer may read pods: the same Lease, the pod seen running.
     let viewer = c.dispatch(&["lease", "--context", "viewer", "-o", "json"]);
-    assert_eq!(holder_pod(&viewer)["status"], "running");
+    assert_eq!(holder_pod_of(&viewer)["status"], "running");
 }

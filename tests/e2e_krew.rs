@@ -19,16 +19,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use support::fixtures::{self, Scenario};
-use support::{Cluster, Run, repo, unique};
+use support::{Cluster, Run, repo, temp_dir, unique};
 
 const PLATFORMS: [(&str, &str); 5] =
     [("linux", "amd64"), ("linux", "arm64"), ("darwin", "amd64"), ("darwin", "arm64"), ("windows", "amd64")];
-
-fn temp_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(unique(&format!("dispatch-{tag}")));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
 
 fn output(mut cmd: Command) -> Run {
     let out: Output = cmd

@@ -100,7 +100,7 @@ fn team_a_behind_dispatch(k: &Kueue, more: &str) {
 /// listing it, team-b without it, their LocalQueues, a fresh Lease, and suspended Jobs: three
 /// on team-a (they wait at dispatch's check) and one on team-b (Kueue admits it at once).
 /// The gate lists exactly the three; then dispatch answers Ready, Retry and Rejected.
-fn scenario(k: &Kueue) -> Answered {
+fn answered_scenario(k: &Kueue) -> Answered {
     let c = &k.cluster;
     team_a_behind_dispatch(
         k,
@@ -241,7 +241,7 @@ fn kueue_v0_14_0_v1beta1_only() {
     let served = k.cluster.kubectl_ok(&["get", "--raw", "/apis/kueue.x-k8s.io"], None);
     let group: Value = serde_json::from_str(&served).unwrap();
     assert_eq!(group["preferredVersion"]["version"], "v1beta1", "{served}");
-    let answered = scenario(&k);
+    let answered = answered_scenario(&k);
     kueue_acts(&k, &answered);
 }
 
@@ -259,7 +259,7 @@ fn kueue_v0_19_2() {
 
 fn v1beta2_stored(version: &'static str) {
     let k = Kueue::start(version);
-    let answered = scenario(&k);
+    let answered = answered_scenario(&k);
     kueue_acts(&k, &answered);
     // v1beta2 is stored: with the manager stopped (and kube-apiserver restarted, so that its
     // watch cache, filled while the webhook answered, serves nothing), the gate reads as
@@ -285,7 +285,7 @@ fn v1beta2_stored(version: &'static str) {
 fn kueue_v0_15_0_conversion_webhook() {
     let k = Kueue::start("v0.15.0");
     let c = &k.cluster;
-    let answered = scenario(&k);
+    let answered = answered_scenario(&k);
     kueue_acts(&k, &answered);
     let before = c.dispatch(&["gate", "-n", NS, "--all-states", "-o", "json"]);
     before.expect_code(0);
@@ -701,7 +701,7 @@ fn v1beta2_only_cluster_v0_19_2() {
     };
     assert_eq!(served("kueue.x-k8s.io"), ["v1beta2"]);
     assert_eq!(served("visibility.kueue.x-k8s.io"), ["v1beta2"]);
-    let answered = scenario(&k);
+    let answered = answered_scenario(&k);
     kueue_acts(&k, &answered);
 
     // The live mode reads and watches at v1beta2.

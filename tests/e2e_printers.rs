@@ -8,17 +8,13 @@ mod support;
 
 use std::time::Duration;
 
-use support::fixtures::{self, Scenario};
+use support::fixtures::{self, Scenario, gate};
 use support::printcheck::oracle;
 use support::watch::Watch;
 use support::{Cluster, Run};
 
-fn gate(c: &Cluster, s: &Scenario, extra: &[&str]) -> Run {
-    c.dispatch(&s.args("gate", extra))
-}
-
 /// A Workload of the scenario, Pending at dispatch's check for `since` seconds, with labels.
-fn workload(s: &Scenario, name: &str, labels: &[(&str, &str)], since: i64) -> String {
+fn labelled_workload(s: &Scenario, name: &str, labels: &[(&str, &str)], since: i64) -> String {
     let yaml = fixtures::workload(&s.ns, name, &s.lq, Some(&s.cq), &[(&s.check, "Pending", "waits", since)]);
     let labels: String = labels.iter().map(|(k, v)| format!("    {k}: {v}\n")).collect();
     yaml.replacen("metadata:\n", &format!("metadata:\n  labels:\n{labels}"), 1)
@@ -30,8 +26,8 @@ fn gate_lease_and_workload_print_with_kubectls_printers() {
     let c = Cluster::shared();
     let s = Scenario::new("printers");
     c.apply(&s.healthy_yaml());
-    c.apply(&workload(&s, "w-1", &[("team", "ml")], 30));
-    c.apply(&workload(&s, "w-2", &[("team", "web")], 60));
+    c.apply(&labelled_workload(&s, "w-1", &[("team", "ml")], 30));
+    c.apply(&labelled_workload(&s, "w-2", &[("team", "web")], 60));
 
     // Fields that do not move between two runs (no ages).
     let templates = [
@@ -141,7 +137,7 @@ fn selector_and_sort_by_are_kubectls() {
     for (name, team, since) in
         [("w-10", "ml", 50), ("w-2", "ml", 300), ("w-1", "ml", 120), ("w-3", "web", 10), ("x-9", "ml", 200)]
     {
-        c.apply(&workload(&s, name, &[("team", team)], since));
+        c.apply(&labelled_workload(&s, name, &[("team", team)], since));
     }
     let kubectl = |args: &[&str]| {
         let mut full = vec!["get", "workloads.kueue.x-k8s.io", "-n", s.ns.as_str(), "-o", "name"];
@@ -201,8 +197,8 @@ fn the_watches_print_each_document_with_the_template() {
     let c = Cluster::shared();
     let s = Scenario::new("watchjp");
     c.apply(&s.healthy_yaml());
-    c.apply(&workload(&s, "w-a", &[("team", "ml")], 30));
-    c.apply(&workload(&s, "w-b", &[("team", "web")], 30));
+    c.apply(&labelled_workload(&s, "w-a", &[("team", "ml")], 30));
+    c.apply(&labelled_workload(&s, "w-b", &[("team", "web")], 30));
     let limit = Duration::from_secs(60);
     let mut args = s.args("gate", &["-n", &s.ns, "--watch", "-l", "team=ml"]);
     args.extend(["-o", "jsonpath={.verdict} {.waiting[*].name}{\"\\n\"}"]);

@@ -56,7 +56,7 @@ fn reserved_and(cq: &str, admitted: bool, more: &str) -> String {
 }
 
 /// A check entry; `extra` are more lines of it (retryCount, podSetUpdates, ...).
-fn check(name: &str, state: &str, message: &str, ago: i64, extra: &str) -> String {
+fn check_entry(name: &str, state: &str, message: &str, ago: i64, extra: &str) -> String {
     format!(
         "  - name: {name}\n    state: {state}\n    message: {message:?}\n    lastTransitionTime: \"{}\"\n{extra}",
         time_ago(ago)
@@ -100,8 +100,8 @@ fn pending_at_dispatch_with_a_stale_lease() {
     let status = format!(
         "{}  admissionChecks:\n{}{}",
         reserved(&s.cq, false),
-        check(&s.check, "Pending", "", 840, ""),
-        check(
+        check_entry(&s.check, "Pending", "", 840, ""),
+        check_entry(
             &prov(&s),
             "Ready",
             "capacity provisioned",
@@ -199,7 +199,7 @@ fn pending_at_dispatch_with_a_stale_lease() {
 fn admitted_finished_deactivated_and_retry() {
     let c = Cluster::shared();
     let s = Scenario::new("wl-states");
-    let ready = check(&s.check, "Ready", "placed on far-1", 600, "");
+    let ready = check_entry(&s.check, "Ready", "placed on far-1", 600, "");
     let admitted = format!("{}  admissionChecks:\n{ready}", reserved(&s.cq, true));
     let finished = format!(
         "{}  admissionChecks:\n{ready}",
@@ -216,12 +216,18 @@ fn admitted_finished_deactivated_and_retry() {
             "The workload is deactivated due to Admission check(s): dispatch, were rejected",
             60
         ),
-        check(&s.check, "Pending", "Reset to Pending after eviction. Previously: Rejected", 60, "")
+        check_entry(&s.check, "Pending", "Reset to Pending after eviction. Previously: Rejected", 60, "")
     );
     let retry = format!(
         "{}  admissionChecks:\n{}",
         reserved(&s.cq, false),
-        check(&prov(&s), "Retry", "capacity not available", 10, "    retryCount: 2\n    requeueAfterSeconds: 600\n")
+        check_entry(
+            &prov(&s),
+            "Retry",
+            "capacity not available",
+            10,
+            "    retryCount: 2\n    requeueAfterSeconds: 600\n"
+        )
     );
     c.apply(
         &[
@@ -862,7 +868,7 @@ fn the_workload_verb_only_reads() {
 fn multikueue_placement_in_the_table_and_json() {
     let c = Cluster::shared();
     let s = Scenario::new("wl-mk");
-    let pending = check(&s.check, "Pending", "", 30, "");
+    let pending = check_entry(&s.check, "Pending", "", 30, "");
     let nominated = format!(
         "{}  admissionChecks:\n{pending}  nominatedClusterNames:\n  - worker-eu-1\n  - worker-us-2\n",
         reserved(&s.cq, false)
@@ -885,7 +891,7 @@ fn multikueue_placement_in_the_table_and_json() {
     let admitted = format!(
         "{}  admissionChecks:\n{}  nominatedClusterNames: []\n  clusterName: worker-eu-1\n",
         reserved(&s.cq, true),
-        check(&s.check, "Ready", "placed on worker-eu-1", 5, "")
+        check_entry(&s.check, "Ready", "placed on worker-eu-1", 5, "")
     );
     c.apply(&workload(&s.ns, "placed", &s.lq, "", &admitted));
     assert_eq!(oracle("clusterName"), "worker-eu-1");

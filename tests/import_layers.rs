@@ -4,8 +4,12 @@
 //! higher one. Nothing below `cli/` mentions clap. Comments are not read: a doc link is no
 //! import.
 
+mod support;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+use support::src_files as files;
 
 /// The layers from the ground up: each entry a layer, each layer the files and folders (under
 /// src/) in it. A file may import its own layer and those below it, never one above.
@@ -27,24 +31,6 @@ const LAYERS: &[(&str, &[&str])] = &[
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
-}
-
-/// Every .rs file under src/, as its path relative to src/ ("cluster/reading/fetch.rs").
-fn files() -> Vec<String> {
-    fn walk(dir: &Path, base: &Path, out: &mut Vec<String>) {
-        for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-            let path = entry.expect("dir entry").path();
-            if path.is_dir() {
-                walk(&path, base, out);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path.strip_prefix(base).expect("under src").to_string_lossy().replace('\\', "/"));
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(&src(), &src(), &mut out);
-    out.sort();
-    out
 }
 
 /// The module path a file defines: "cluster/reading/fetch.rs" is cluster::reading::fetch,

@@ -5,25 +5,18 @@
 //! version. No cluster: the real Krew client and its validator run on a freshly rendered manifest
 //! and freshly built archives in `tests/e2e_krew.rs`.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+
+use support::{repo, temp_dir};
 
 const PLATFORMS: [(&str, &str); 5] =
     [("linux", "amd64"), ("linux", "arm64"), ("darwin", "amd64"), ("darwin", "arm64"), ("windows", "amd64")];
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 fn template() -> String {
     std::fs::read_to_string(repo().join("plugin-manifest/dispatch.yaml")).expect("read the template")
-}
-
-fn temp_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("dispatch-krew-manifest-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
 }
 
 fn run(program: &Path, args: &[&str]) -> Output {

@@ -38,7 +38,7 @@ const CONTROLLERS: [&str; 2] = ["dispatch-admission", "someone-else"];
 const LOCAL_QUEUES: [&str; 2] = ["q", "r"];
 const STATES: [&str; 4] = ["Pending", "Ready", "Retry", "Rejected"];
 
-fn condition() -> impl Strategy<Value = Option<Condition>> {
+fn any_condition() -> impl Strategy<Value = Option<Condition>> {
     prop::option::of(
         (prop::sample::select(vec!["True", "False"]), prop::option::of(Just("Active".to_string()))).prop_map(
             |(status, reason)| Condition { status: status.into(), reason, message: None, last_transition: None },
@@ -47,20 +47,23 @@ fn condition() -> impl Strategy<Value = Option<Condition>> {
 }
 
 fn cluster_queue() -> impl Strategy<Value = ClusterQueue> {
-    (prop::sample::select(QUEUES.to_vec()), prop::sample::subsequence(CHECKS.to_vec(), 0..=3), condition()).prop_map(
-        |(name, checks, active)| ClusterQueue {
+    (prop::sample::select(QUEUES.to_vec()), prop::sample::subsequence(CHECKS.to_vec(), 0..=3), any_condition())
+        .prop_map(|(name, checks, active)| ClusterQueue {
             name: name.into(),
             admission_checks: checks
                 .into_iter()
                 .map(|c| CheckRule { name: c.into(), on_flavors: Vec::new() })
                 .collect(),
             active,
-        },
-    )
+        })
 }
 
 fn admission_check() -> impl Strategy<Value = AdmissionCheck> {
-    (prop::sample::select(CHECKS.to_vec()), prop::option::of(prop::sample::select(CONTROLLERS.to_vec())), condition())
+    (
+        prop::sample::select(CHECKS.to_vec()),
+        prop::option::of(prop::sample::select(CONTROLLERS.to_vec())),
+        any_condition(),
+    )
         .prop_map(|(name, controller, active)| AdmissionCheck {
             name: name.into(),
             controller_name: controller.map(String::from),
@@ -68,7 +71,7 @@ fn admission_check() -> impl Strategy<Value = AdmissionCheck> {
         })
 }
 
-fn local_queue() -> impl Strategy<Value = LocalQueue> {
+fn any_local_queue() -> impl Strategy<Value = LocalQueue> {
     (
         prop::sample::select(NAMESPACES.to_vec()),
         prop::sample::select(LOCAL_QUEUES.to_vec()),
@@ -81,7 +84,7 @@ fn local_queue() -> impl Strategy<Value = LocalQueue> {
         })
 }
 
-fn workload() -> impl Strategy<Value = Workload> {
+fn any_workload() -> impl Strategy<Value = Workload> {
     let check = (prop::sample::select(CHECKS.to_vec()), prop::sample::select(STATES.to_vec()), 0..3u8, 0..600i64)
         .prop_map(|(name, state, message, since)| CheckState {
             name: name.into(),
@@ -171,8 +174,8 @@ enum Event {
 fn events(all_states: bool) -> impl Strategy<Value = Vec<Event>> {
     let queue = change(cluster_queue().boxed(), |q| by_name(&q.name)).prop_map(Fact::Queue);
     let check = change(admission_check().boxed(), |c| by_name(&c.name)).prop_map(Fact::Check);
-    let lq = change(local_queue().boxed(), |l| (l.namespace.clone(), l.name.clone())).prop_map(Fact::LocalQueue);
-    let wl = change(workload().boxed(), |w| (w.namespace.clone(), w.name.clone()));
+    let lq = change(any_local_queue().boxed(), |l| (l.namespace.clone(), l.name.clone())).prop_map(Fact::LocalQueue);
+    let wl = change(any_workload().boxed(), |w| (w.namespace.clone(), w.name.clone()));
     let wl = wl.prop_map(move |c| {
         Fact::Workload(match c {
             ListChange::Apply(k, w) => ListChange::Apply(k, reduced(&w, all_states)),
@@ -198,8 +201,8 @@ fn events(all_states: bool) -> impl Strategy<Value = Vec<Event>> {
     let listed = (
         prop::collection::vec(cluster_queue(), 0..3),
         prop::collection::vec(admission_check(), 0..3),
-        prop::collection::vec(workload(), 0..5),
-        prop::collection::vec(local_queue(), 0..3),
+        prop::collection::vec(any_workload(), 0..5),
+        prop::collection::vec(any_local_queue(), 0..3),
         lease(),
         lease(),
     )

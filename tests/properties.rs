@@ -36,7 +36,7 @@ fn instant() -> impl Strategy<Value = Timestamp> {
     })
 }
 
-fn lease_facts() -> impl Strategy<Value = LeaseFacts> {
+fn any_lease_facts() -> impl Strategy<Value = LeaseFacts> {
     (
         prop::option::of(prop_oneof![Just(String::new()), Just("dispatch-admission-7d9f_1".to_string())]),
         prop::option::of(instant()),
@@ -85,7 +85,7 @@ proptest! {
 
     #[test]
     fn a_lease_is_judged_and_shown_at_any_time_and_never_improves(
-        facts in lease_facts(),
+        facts in any_lease_facts(),
         a in instant(),
         b in instant(),
     ) {
@@ -114,7 +114,7 @@ proptest! {
 
     #[test]
     fn a_lease_followed_over_time_never_panics(
-        observed in prop::collection::vec((lease_facts(), instant()), 1..8),
+        observed in prop::collection::vec((any_lease_facts(), instant()), 1..8),
     ) {
         // Observations in time order, as a watch makes them; the deadline (when a fresh
         // heartbeat goes stale) is computed after each, as `lease --watch` does.
@@ -151,7 +151,7 @@ proptest! {
         requeue_after in prop::option::of(any::<i32>()),
         retry_count in prop::option::of(any::<i32>()),
         state in prop_oneof![Just("Pending"), Just("Retry"), Just("Ready"), Just("Rejected")],
-        lease in lease_facts(),
+        lease in any_lease_facts(),
         a in instant(),
         b in instant(),
     ) {

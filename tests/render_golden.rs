@@ -68,7 +68,7 @@ fn active(status: &str, reason: &str, message: &str) -> Option<Condition> {
 }
 
 /// dispatch's check in `state` since `since` seconds.
-fn check(state: &str, message: &str, since: i64) -> CheckState {
+fn dispatch_check(state: &str, message: &str, since: i64) -> CheckState {
     check_state(CHECK, state, message, secs(since))
 }
 
@@ -79,8 +79,13 @@ const LONG_MESSAGE: &str = "\u{1b}[31mwaiting for dispatch\u{1b}[0m to place the
 /// quota, whose ClusterQueue is known only through its LocalQueue.
 fn two_waiting() -> Vec<Workload> {
     vec![
-        workload("ml", "train-llama-7b-x9k2", Some("team-a"), vec![check("Pending", LONG_MESSAGE, 5 * 60 + 12)]),
-        workload("ml", "eval-small-4hq7", None, vec![check("Pending", "queued\nwaiting for quota", 42)]),
+        workload(
+            "ml",
+            "train-llama-7b-x9k2",
+            Some("team-a"),
+            vec![dispatch_check("Pending", LONG_MESSAGE, 5 * 60 + 12)],
+        ),
+        workload("ml", "eval-small-4hq7", None, vec![dispatch_check("Pending", "queued\nwaiting for quota", 42)]),
     ]
 }
 
@@ -281,7 +286,7 @@ fn gate_healthy() {
 #[test]
 fn gate_stale() {
     let mut workloads = two_waiting();
-    workloads.push(workload("web", "render-frames-0", Some("team-a"), vec![check("Pending", "", 3 * 60 + 1)]));
+    workloads.push(workload("web", "render-frames-0", Some("team-a"), vec![dispatch_check("Pending", "", 3 * 60 + 1)]));
     gate_golden("gate-stale", GateInput { namespace: None, ..GateInput::new(stale_facts(), workloads) });
 }
 
@@ -321,7 +326,7 @@ fn gate_lease_forbidden() {
                 "ml",
                 "train-llama-7b-x9k2",
                 Some("team-a"),
-                vec![check("Pending", "waiting for the admission controller", 75)],
+                vec![dispatch_check("Pending", "waiting for the admission controller", 75)],
             )],
         ),
     );
@@ -340,7 +345,7 @@ fn gate_several_cluster_queues() {
         lease: Fetched::Found(lease_facts(9, 0)),
         holder: None,
     };
-    let mut gpu = workload("ml", "finetune-gpu-2", Some("team-gpu"), vec![check("Pending", "", 20 * 60)]);
+    let mut gpu = workload("ml", "finetune-gpu-2", Some("team-gpu"), vec![dispatch_check("Pending", "", 20 * 60)]);
     gpu.checks[0].name = "dispatch-gpu".into();
     gate_golden("gate-several", GateInput::new(facts, vec![gpu]));
 }
@@ -385,7 +390,7 @@ fn gate_kueue_shapes() {
         lease: Fetched::Found(lease_facts(9, 0)),
         holder: None,
     };
-    let mut gpu = workload("ml", "finetune-gpu-2", Some("team-a"), vec![check("Pending", "", 20 * 60)]);
+    let mut gpu = workload("ml", "finetune-gpu-2", Some("team-a"), vec![dispatch_check("Pending", "", 20 * 60)]);
     gpu.checks[0].name = "dispatch-gpu".into();
     gate_golden("gate-kueue-shapes", GateInput::new(facts, vec![gpu]));
 }

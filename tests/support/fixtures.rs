@@ -3,6 +3,8 @@
 
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
+use super::{Cluster, Run};
+
 /// A MicroTime `secs` seconds ago (negative: in the future), with the six fractional digits
 /// the apiserver's parser demands.
 pub fn micro_ago(secs: i64) -> String {
@@ -155,6 +157,11 @@ pub fn workload(
     format!(
         "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata:\n  name: {name}\n  namespace: {ns}\nspec:\n  queueName: {lq}\n  podSets:\n  - name: main\n    count: 1\n    template:\n      spec:\n        restartPolicy: Never\n        containers:\n        - name: main\n          image: registry.k8s.io/pause:3.10\n          resources:\n            requests:\n              cpu: \"1\"\n{status}---\n"
     )
+}
+
+/// `kubectl dispatch gate` on the scenario's queue, Lease and namespace, with `extra` flags.
+pub fn gate(c: &Cluster, s: &Scenario, extra: &[&str]) -> Run {
+    c.dispatch(&s.args("gate", extra))
 }
 
 /// A whole healthy scenario: dispatch's check (controller `controller`), a ClusterQueue that

@@ -57,6 +57,32 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// A fresh, empty folder under the system's temporary folder, named for `tag`.
+pub fn temp_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(unique(&format!("dispatch-{tag}")));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// Every .rs file under src/, as its path relative to src/ ("cluster/reading/fetch.rs"), sorted.
+pub fn src_files() -> Vec<String> {
+    fn walk(dir: &Path, base: &Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.expect("dir entry").path();
+            if path.is_dir() {
+                walk(&path, base, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path.strip_prefix(base).expect("under src").to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    let src = repo().join("src");
+    let mut out = Vec::new();
+    walk(&src, &src, &mut out);
+    out.sort();
+    out
+}
+
 /// A name no other test in this run uses.
 pub fn unique(prefix: &str) -> String {
     static NEXT: AtomicU32 = AtomicU32::new(0);

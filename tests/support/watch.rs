@@ -7,6 +7,17 @@ use std::time::{Duration, Instant};
 
 use super::{Cluster, eventually, try_eventually};
 
+/// A `-o json` watch line's `event` and the whole line, or None for a line that is not one.
+pub fn json_event(line: &str) -> Option<(String, serde_json::Value)> {
+    let v: serde_json::Value = serde_json::from_str(line).ok()?;
+    Some((v["event"].as_str()?.to_string(), v))
+}
+
+/// Whether a line is a `-o json` watch line of this `event`.
+pub fn is_event(event: &str) -> impl Fn(&str) -> bool + '_ {
+    move |l| json_event(l).is_some_and(|(e, _)| e == event)
+}
+
 pub struct Watch {
     child: Child,
     lines: Receiver<String>,
