@@ -208,8 +208,13 @@ fn an_exec_credential_is_fetched_again_before_it_lapses_under_watch() {
     full.push("--changes-only");
     let mut watch = support::watch::Watch::spawn(s.command(&full, &[]));
     watch.wait_for("the first row", Duration::from_secs(20), |l| l.contains(support::shapes::HOLDER));
-    // Past the credential's expiry, the watch has to reconnect: new requests, new credential.
-    std::thread::sleep(Duration::from_secs(9));
+    // Past the credential's expiry (8 s after the plugin last ran), the watch has to reconnect:
+    // new requests, new credential.
+    support::eventually("the credential expired", Duration::from_secs(30), || {
+        let ran = std::fs::metadata(&runs).and_then(|m| m.modified()).map_err(|e| e.to_string())?;
+        let age = ran.elapsed().unwrap_or_default();
+        if age > Duration::from_secs(8) { Ok(()) } else { Err(format!("the plugin last ran {age:?} ago")) }
+    });
     c.kill_apiserver();
     c.start_apiserver();
     watch.wait_for_stderr("watch resumed", Duration::from_secs(30));
