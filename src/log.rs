@@ -1,25 +1,25 @@
 //! `-v LEVEL` logging to stderr. What is logged is chosen here, by us: the context, the server,
 //! each request's method, path and status. Never a header, a token or a key.
 
-use crate::text::terminal::Lines;
+use crate::text::terminal::LineSink;
 
 pub struct Log {
     level: u8,
-    sink: Lines,
+    sink: LineSink,
 }
 
 impl Log {
-    pub fn new(level: u8, sink: Lines) -> Self {
+    pub fn new(level: u8, sink: LineSink) -> Self {
         Log { level, sink }
     }
 
     pub fn silent() -> Self {
-        Log::new(0, Lines::discard())
+        Log::new(0, LineSink::discard())
     }
 
     /// The stderr this log writes to, for what must reach it whatever the level (an exec
     /// plugin's passed-on stderr).
-    pub fn stderr(&self) -> Lines {
+    pub fn stderr(&self) -> LineSink {
         self.sink.clone()
     }
 

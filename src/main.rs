@@ -14,7 +14,7 @@ use kubectl_dispatch::invocation::Invocation;
 use kubectl_dispatch::log::Log;
 use kubectl_dispatch::render::Style;
 use kubectl_dispatch::render::printer::Printer;
-use kubectl_dispatch::text::terminal::{Allow, Lines, Screen};
+use kubectl_dispatch::text::terminal::{Allow, LineSink, Screen};
 
 /// The version `--version` answers: Cargo.toml's, unless the build sets
 /// `KUBECTL_DISPATCH_VERSION` (tests/e2e_krew.rs builds a second version of the plugin that way:
@@ -51,7 +51,7 @@ fn run(invocation: &Invocation, verbosity: u8) -> Exit {
     };
     let mut out = ClosedPipe::new(io::BufWriter::new(stdout), !invocation.verb.is_live());
     let mut err = Screen::new(io::stderr(), Allow { clear_line: false, ..allow });
-    let log = Log::new(verbosity, Lines::stderr());
+    let log = Log::new(verbosity, LineSink::stderr());
     let clock = SystemClock;
     // Checked when the command line was resolved: this parses the same text again.
     let printer = match invocation.printer.as_ref().map(Printer::new).transpose() {
@@ -123,7 +123,7 @@ fn report(e: &Error) -> Exit {
     {
         return Exit::Failed;
     }
-    let stderr = Lines::stderr();
+    let stderr = LineSink::stderr();
     stderr.error(&e.to_string());
     if let Some(hint) = e.hint() {
         stderr.foreign(&hint);

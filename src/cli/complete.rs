@@ -29,7 +29,7 @@ use crate::cluster::reading::fetch;
 use crate::exit::Exit;
 use crate::invocation::ConnectionSettings;
 use crate::log::Log;
-use crate::text::terminal::Lines;
+use crate::text::terminal::LineSink;
 
 /// The name kubectl looks for on PATH to complete `kubectl dispatch`.
 pub const COMPLETER: &str = "kubectl_complete-dispatch";
@@ -71,7 +71,7 @@ pub fn print_script(shell: CompletionShell) -> Exit {
         Ok(()) => Exit::Yes,
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Exit::Yes,
         Err(e) => {
-            Lines::stderr().error(&format!("cannot write the completion script: {e}"));
+            LineSink::stderr().error(&format!("cannot write the completion script: {e}"));
             Exit::Failed
         }
     }

@@ -11,7 +11,7 @@ use clap::{CommandFactory, FromArgMatches};
 use crate::error::Error;
 use crate::exit::Exit;
 use crate::invocation::Invocation;
-use crate::text::terminal::Lines;
+use crate::text::terminal::LineSink;
 
 /// What the command line asks for.
 pub enum Parsed {
@@ -61,7 +61,7 @@ fn usage(e: clap::Error) -> Exit {
         let listed: Vec<&str> = lines.take_while(|l| l.starts_with("  ")).map(str::trim).collect();
         line = format!("{line} {}", listed.join(", "));
     }
-    let stderr = Lines::stderr();
+    let stderr = LineSink::stderr();
     stderr.error(&line);
     stderr.ours("See 'kubectl dispatch --help' for usage.");
     Exit::Usage

@@ -10,30 +10,30 @@
 //!
 //! The stderr writer is shared: the log, an exec credential plugin's passed-on stderr (read
 //! on a task of its own, for as long as the plugin runs) and the error printer write lines
-//! through one [`Lines`], injected by `main`, so none of them writes to the process's stderr
+//! through one [`LineSink`], injected by `main`, so none of them writes to the process's stderr
 //! behind the others' back, and tests can read what they wrote.
 
 use std::io::{self, Write};
 use std::sync::{Arc, Mutex};
 
-/// One line-writer, cheap to clone; every clone writes to the same sink.
+/// One sink of whole lines, cheap to clone; every clone writes to the same writer.
 #[derive(Clone)]
-pub struct Lines(Arc<Mutex<Box<dyn Write + Send>>>);
+pub struct LineSink(Arc<Mutex<Box<dyn Write + Send>>>);
 
-impl Lines {
+impl LineSink {
     /// Lines to `sink`, through a [`Screen`] without colour.
-    pub fn new(sink: Box<dyn Write + Send>) -> Lines {
-        Lines(Arc::new(Mutex::new(Box::new(Screen::new(sink, Allow::default())))))
+    pub fn new(sink: Box<dyn Write + Send>) -> LineSink {
+        LineSink(Arc::new(Mutex::new(Box::new(Screen::new(sink, Allow::default())))))
     }
 
     /// Lines to the process's stderr.
-    pub fn stderr() -> Lines {
-        Lines::new(Box::new(io::stderr()))
+    pub fn stderr() -> LineSink {
+        LineSink::new(Box::new(io::stderr()))
     }
 
     /// Writes nowhere.
-    pub fn discard() -> Lines {
-        Lines::new(Box::new(std::io::sink()))
+    pub fn discard() -> LineSink {
+        LineSink::new(Box::new(std::io::sink()))
     }
 
     /// Writes one line of someone else's text (a plugin's, a server's), escaped
@@ -58,9 +58,9 @@ impl Lines {
     }
 }
 
-impl std::fmt::Debug for Lines {
+impl std::fmt::Debug for LineSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Lines")
+        f.write_str("LineSink")
     }
 }
 
@@ -195,7 +195,7 @@ mod tests {
     #[test]
     fn clones_write_to_one_sink_and_foreign_text_is_escaped() {
         let seen = Shared::default();
-        let lines = Lines::new(Box::new(seen.clone()));
+        let lines = LineSink::new(Box::new(seen.clone()));
         lines.clone().foreign("open \u{1b}[2J this");
         lines.ours("I context admin");
         let text = String::from_utf8(seen.0.lock().unwrap().clone()).unwrap();

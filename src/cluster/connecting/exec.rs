@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 
 pub use crate::error::ExecError;
-use crate::text::terminal::Lines;
+use crate::text::terminal::LineSink;
 
 /// The bound on one run of a credential plugin when `--request-timeout` is not set. Long enough
 /// for a login that opens a browser, short enough that TAB or a fleet never hangs on one.
@@ -43,7 +43,7 @@ pub struct ExecPlugin {
     pub may_interact: bool,
     /// Where its stderr is passed on, line by line and escaped: the run's injected stderr;
     /// `None`: not passed on.
-    pub stderr: Option<Lines>,
+    pub stderr: Option<LineSink>,
     /// `--request-timeout`; without it, [`DEFAULT_BOUND`] or [`INTERACTIVE_BOUND`].
     pub bound: Option<Duration>,
 }
