@@ -317,8 +317,9 @@ fn recursive<'a>(input: &[V<'a>]) -> Vec<V<'a>> {
     result
 }
 
+/// The kind of a value as Go's reflect names it, for the comparisons of filters.
 #[derive(PartialEq, Clone, Copy)]
-enum Kind {
+enum GoKind {
     Bool,
     Int,
     Uint,
@@ -326,14 +327,14 @@ enum Kind {
     Str,
 }
 
-fn kind(v: &V<'_>) -> Result<Kind, String> {
+fn kind(v: &V<'_>) -> Result<GoKind, String> {
     Ok(match v {
-        V::Doc(Value::Bool(_)) | V::Bool(_) => Kind::Bool,
-        V::Doc(Value::Number(n)) if n.as_i64().is_some() => Kind::Int,
-        V::Doc(Value::Number(_)) | V::Float(_) => Kind::Float,
-        V::Int(_) => Kind::Int,
-        V::Uint(_) => Kind::Uint,
-        V::Doc(Value::String(_)) | V::Str(_) => Kind::Str,
+        V::Doc(Value::Bool(_)) | V::Bool(_) => GoKind::Bool,
+        V::Doc(Value::Number(n)) if n.as_i64().is_some() => GoKind::Int,
+        V::Doc(Value::Number(_)) | V::Float(_) => GoKind::Float,
+        V::Int(_) => GoKind::Int,
+        V::Uint(_) => GoKind::Uint,
+        V::Doc(Value::String(_)) | V::Str(_) => GoKind::Str,
         _ => return Err("invalid type for comparison".into()),
     })
 }
@@ -378,17 +379,17 @@ fn equal(a: &V<'_>, b: &V<'_>) -> Result<bool, String> {
     let (k1, k2) = (kind(a)?, kind(b)?);
     if k1 != k2 {
         return match (k1, k2) {
-            (Kind::Int, Kind::Uint) => Ok(as_i64(a) >= 0 && as_i64(a) as u64 == as_u64(b)),
-            (Kind::Uint, Kind::Int) => Ok(as_i64(b) >= 0 && as_u64(a) == as_i64(b) as u64),
+            (GoKind::Int, GoKind::Uint) => Ok(as_i64(a) >= 0 && as_i64(a) as u64 == as_u64(b)),
+            (GoKind::Uint, GoKind::Int) => Ok(as_i64(b) >= 0 && as_u64(a) == as_i64(b) as u64),
             _ => Err("incompatible types for comparison".into()),
         };
     }
     Ok(match k1 {
-        Kind::Bool => as_bool(a) == as_bool(b),
-        Kind::Float => as_f64(a) == as_f64(b),
-        Kind::Int => as_i64(a) == as_i64(b),
-        Kind::Str => as_str(a) == as_str(b),
-        Kind::Uint => as_u64(a) == as_u64(b),
+        GoKind::Bool => as_bool(a) == as_bool(b),
+        GoKind::Float => as_f64(a) == as_f64(b),
+        GoKind::Int => as_i64(a) == as_i64(b),
+        GoKind::Str => as_str(a) == as_str(b),
+        GoKind::Uint => as_u64(a) == as_u64(b),
     })
 }
 
@@ -397,16 +398,16 @@ fn less(a: &V<'_>, b: &V<'_>) -> Result<bool, String> {
     let (k1, k2) = (kind(a)?, kind(b)?);
     if k1 != k2 {
         return match (k1, k2) {
-            (Kind::Int, Kind::Uint) => Ok(as_i64(a) < 0 || (as_i64(a) as u64) < as_u64(b)),
-            (Kind::Uint, Kind::Int) => Ok(as_i64(b) >= 0 && as_u64(a) < as_i64(b) as u64),
+            (GoKind::Int, GoKind::Uint) => Ok(as_i64(a) < 0 || (as_i64(a) as u64) < as_u64(b)),
+            (GoKind::Uint, GoKind::Int) => Ok(as_i64(b) >= 0 && as_u64(a) < as_i64(b) as u64),
             _ => Err("incompatible types for comparison".into()),
         };
     }
     Ok(match k1 {
-        Kind::Bool => return Err("invalid type for comparison".into()),
-        Kind::Float => as_f64(a) < as_f64(b),
-        Kind::Int => as_i64(a) < as_i64(b),
-        Kind::Str => as_str(a) < as_str(b),
-        Kind::Uint => as_u64(a) < as_u64(b),
+        GoKind::Bool => return Err("invalid type for comparison".into()),
+        GoKind::Float => as_f64(a) < as_f64(b),
+        GoKind::Int => as_i64(a) < as_i64(b),
+        GoKind::Str => as_str(a) < as_str(b),
+        GoKind::Uint => as_u64(a) < as_u64(b),
     })
 }
