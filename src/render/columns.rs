@@ -12,13 +12,13 @@ use serde_json::Value;
 use super::jsonpath::{Template, relaxed};
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Columns {
+pub struct CustomColumns {
     pub columns: Vec<(String, Template)>,
 }
 
-impl Columns {
+impl CustomColumns {
     /// `NAME:.path,OTHER:.path` (kubectl's NewCustomColumnsPrinterFromSpec).
-    pub fn from_spec(spec: &str) -> Result<Columns, String> {
+    pub fn from_spec(spec: &str) -> Result<CustomColumns, String> {
         if spec.is_empty() {
             return Err("custom-columns format specified but no custom columns given".into());
         }
@@ -29,11 +29,11 @@ impl Columns {
             };
             columns.push((header.to_string(), column(path)?));
         }
-        Ok(Columns { columns })
+        Ok(CustomColumns { columns })
     }
 
     /// A file of two lines: the headers, then the paths, each separated by white space.
-    pub fn from_template(text: &str) -> Result<Columns, String> {
+    pub fn from_template(text: &str) -> Result<CustomColumns, String> {
         let mut lines = text.lines();
         let headers: Vec<&str> = lines
             .next()
@@ -56,7 +56,7 @@ impl Columns {
         for (h, s) in headers.into_iter().zip(specs) {
             columns.push((h.to_string(), column(s)?));
         }
-        Ok(Columns { columns })
+        Ok(CustomColumns { columns })
     }
 
     pub fn headers(&self) -> Vec<String> {
@@ -94,7 +94,7 @@ mod tests {
 
     #[test]
     fn spec_and_rows() {
-        let c = Columns::from_spec("NAME:.name,N:.items[*].n,MISS:.nope").unwrap();
+        let c = CustomColumns::from_spec("NAME:.name,N:.items[*].n,MISS:.nope").unwrap();
         let doc: Value = serde_json::from_str(r#"{"name":"a","items":[{"n":1},{"n":2}]}"#).unwrap();
         let row = c.row(&doc).unwrap();
         assert_eq!(row, vec!["a", "1,2", "<none>"]);
@@ -103,6 +103,6 @@ mod tests {
             super::super::tabwriter::align(&[c.headers(), row], &mut widths),
             "NAME   N     MISS\na      1,2   <none>\n"
         );
-        assert!(Columns::from_spec("NAME").unwrap_err().starts_with("unexpected custom-columns spec: NAME"));
+        assert!(CustomColumns::from_spec("NAME").unwrap_err().starts_with("unexpected custom-columns spec: NAME"));
     }
 }

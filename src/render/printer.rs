@@ -15,7 +15,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::columns::Columns;
+use super::columns::CustomColumns;
 use super::jsonpath::Template;
 use super::tabwriter::align;
 use crate::invocation::{PrinterKind, PrinterSpec};
@@ -25,7 +25,7 @@ use crate::text::sanitize::escape;
 enum Kind {
     Name,
     JsonPath(Template),
-    Columns(Columns),
+    Columns(CustomColumns),
 }
 
 /// A resolved printer. It keeps what a stream of documents shares: whether the header is out,
@@ -49,8 +49,8 @@ impl Printer {
                 let t = Template::parse(text).map_err(|e| format!("error parsing jsonpath {text}, {e}"))?;
                 Kind::JsonPath(t)
             }
-            PrinterKind::CustomColumns => Kind::Columns(Columns::from_spec(text)?),
-            PrinterKind::CustomColumnsFile => Kind::Columns(Columns::from_template(text)?),
+            PrinterKind::CustomColumns => Kind::Columns(CustomColumns::from_spec(text)?),
+            PrinterKind::CustomColumnsFile => Kind::Columns(CustomColumns::from_template(text)?),
         };
         Ok(Printer {
             kind,
