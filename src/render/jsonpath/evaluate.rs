@@ -1,9 +1,11 @@
 //! What a template finds in a document: client-go's jsonpath.go, and the comparisons of the
 //! text/template fork its filters use.
 
+use std::fmt::Write as _;
+
 use serde_json::Value;
 
-use super::go_format::go_v;
+use super::go_format::{go_float_v, go_v_json};
 use super::parse::{Node, Param};
 
 /// A value as Go's reflect sees it: one of the document's (a JSON null is a nil interface), a
@@ -410,4 +412,34 @@ fn less(a: &V<'_>, b: &V<'_>) -> Result<bool, String> {
         GoKind::Str => as_str(a) < as_str(b),
         GoKind::Uint => as_u64(a) < as_u64(b),
     })
+}
+
+/// evalToText: `fmt.Fprint` of a value that is not an object or array.
+pub(super) fn text(v: &V<'_>) -> String {
+    let mut s = String::new();
+    match v {
+        V::Invalid => s.push_str("<no value>"),
+        V::Doc(Value::Null) => s.push_str("null"),
+        other => go_v(other, &mut s),
+    }
+    s
+}
+
+/// Go's `%v` of a value decoded from JSON (`map[a:1 b:x]`, `[1 2]`, `<nil>`).
+pub(super) fn go_v(v: &V<'_>, out: &mut String) {
+    match v {
+        V::Invalid => out.push_str("<invalid reflect.Value>"),
+        V::Doc(d) => go_v_json(d, out),
+        V::Str(s) => out.push_str(s),
+        V::Int(i) => {
+            let _ = write!(out, "{i}");
+        }
+        V::Uint(u) => {
+            let _ = write!(out, "{u}");
+        }
+        V::Float(f) => out.push_str(&go_float_v(*f)),
+        V::Bool(b) => {
+            let _ = write!(out, "{b}");
+        }
+    }
 }

@@ -1,43 +1,12 @@
-//! Values printed as Go prints them: `fmt`'s `%v` (custom-columns' cells and jsonpath's text)
-//! and `encoding/json` (an object or array a jsonpath prints).
+//! JSON values printed as Go prints them: `fmt`'s `%v` (custom-columns' cells and jsonpath's
+//! text) and `encoding/json` (an object or array a jsonpath prints).
 
 use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::evaluate::V;
-
-/// evalToText: `fmt.Fprint` of a value that is not an object or array.
-pub(super) fn text(v: &V<'_>) -> String {
-    let mut s = String::new();
-    match v {
-        V::Invalid => s.push_str("<no value>"),
-        V::Doc(Value::Null) => s.push_str("null"),
-        other => go_v(other, &mut s),
-    }
-    s
-}
-
 /// Go's `%v` of a value decoded from JSON (`map[a:1 b:x]`, `[1 2]`, `<nil>`).
-pub(super) fn go_v(v: &V<'_>, out: &mut String) {
-    match v {
-        V::Invalid => out.push_str("<invalid reflect.Value>"),
-        V::Doc(d) => go_v_json(d, out),
-        V::Str(s) => out.push_str(s),
-        V::Int(i) => {
-            let _ = write!(out, "{i}");
-        }
-        V::Uint(u) => {
-            let _ = write!(out, "{u}");
-        }
-        V::Float(f) => out.push_str(&go_float_v(*f)),
-        V::Bool(b) => {
-            let _ = write!(out, "{b}");
-        }
-    }
-}
-
-fn go_v_json(d: &Value, out: &mut String) {
+pub(super) fn go_v_json(d: &Value, out: &mut String) {
     match d {
         Value::Null => out.push_str("<nil>"),
         Value::Bool(b) => {

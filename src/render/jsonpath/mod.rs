@@ -19,8 +19,8 @@ mod parse;
 
 use serde_json::Value;
 
-use evaluate::{Exec, V};
-use go_format::{go_json, go_v, text};
+use evaluate::{Exec, V, go_v, text};
+use go_format::go_json;
 use parse::Node;
 
 pub use go_format::go_float_v;
