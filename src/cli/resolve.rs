@@ -334,31 +334,52 @@ fn duration_flag(text: &str) -> Result<Option<Duration>, BadDuration> {
 }
 
 fn parse_go_duration(text: &str) -> Result<Duration, BadDuration> {
-    use BadDuration::Invalid;
+    use BadDuration::{Invalid, TooLong};
     if text.is_empty() {
         return Err(Invalid);
     }
+    // Go's time.ParseDuration: whole nanoseconds, only a component's fraction through a float.
+    const LIMIT: u64 = 1 << 63;
+    fn digits(s: &str) -> impl Iterator<Item = u64> + '_ {
+        s.bytes().map(|b| u64::from(b - b'0'))
+    }
     let mut rest = text;
-    let mut total = 0f64;
+    let mut total: u64 = 0;
     while !rest.is_empty() {
         let number_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or(Invalid)?;
-        let number: f64 = rest[..number_end].parse().map_err(|_| Invalid)?;
+        let (whole, fraction) = rest[..number_end].split_once('.').unwrap_or((&rest[..number_end], ""));
+        if (whole.is_empty() && fraction.is_empty()) || fraction.contains('.') {
+            return Err(Invalid);
+        }
         rest = &rest[number_end..];
         let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
-        let scale = match &rest[..unit_end] {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
+        let unit: u64 = match &rest[..unit_end] {
+            "ns" => 1,
+            "us" | "µs" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" => 60_000_000_000,
+            "h" => 3_600_000_000_000,
             _ => return Err(Invalid),
         };
-        total += number * scale;
         rest = &rest[unit_end..];
+        let whole = digits(whole).try_fold(0u64, |v, d| v.checked_mul(10)?.checked_add(d)).ok_or(TooLong)?;
+        // The fraction's digits past what an int64 holds are dropped, as Go drops them.
+        let (mut f, mut scale) = (0u64, 1f64);
+        for d in digits(fraction) {
+            if f > (LIMIT - 1) / 10 || f * 10 + d > LIMIT - 1 {
+                break;
+            }
+            (f, scale) = (f * 10 + d, scale * 10.0);
+        }
+        let part = whole
+            .checked_mul(unit)
+            .and_then(|v| v.checked_add((f as f64 * (unit as f64 / scale)) as u64))
+            .filter(|v| *v <= LIMIT)
+            .ok_or(TooLong)?;
+        total = total.checked_add(part).filter(|t| *t <= LIMIT).ok_or(TooLong)?;
     }
-    // Finite and not negative, as the text has no sign: only too long can fail here.
-    Duration::try_from_secs_f64(total).map_err(|_| BadDuration::TooLong)
+    Ok(Duration::from_nanos(total))
 }
 
 #[cfg(test)]
@@ -373,6 +394,10 @@ mod tests {
         assert_eq!(parse_timeout("500ms").unwrap(), Some(Duration::from_millis(500)));
         assert_eq!(parse_timeout("1.5h").unwrap(), Some(Duration::from_secs(5400)));
         assert_eq!(parse_timeout("0").unwrap(), None);
+        // Whole nanoseconds, as Go adds them (a sum of floats was 2 ns short here).
+        let exact = Some(Duration::from_secs(5010 * 3600) + Duration::from_micros(1));
+        assert_eq!(parse_timeout("1us5010h").unwrap(), exact);
+        assert_eq!(parse_timeout("5010h0.001ms").unwrap(), exact);
         for bad in ["", "5x", "s", "-1", "1m30"] {
             assert!(parse_timeout(bad).is_err(), "{bad}");
         }
