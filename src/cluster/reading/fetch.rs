@@ -238,7 +238,7 @@ struct Pager<'a, K> {
     /// The page to ask for next, when it has not been asked for yet.
     next: Option<ListParams>,
     /// The page already asked for, while the one before it is decoded.
-    asked: Option<Asked>,
+    asked: Option<PendingPage>,
     /// Whether to ask for the next page ahead (off for a probe, which reads one page only).
     ahead: bool,
     forbidden: bool,
@@ -251,15 +251,15 @@ type Answer = (ListParams, Duration, Result<String, kube::Error>);
 
 /// A page's request under way on the runtime. Dropping it (the list ended early, or failed)
 /// cancels the request, so no read outlives the pager that asked for it.
-struct Asked(tokio::task::JoinHandle<Answer>);
+struct PendingPage(tokio::task::JoinHandle<Answer>);
 
-impl Drop for Asked {
+impl Drop for PendingPage {
     fn drop(&mut self) {
         self.0.abort();
     }
 }
 
-impl Asked {
+impl PendingPage {
     async fn answer(mut self) -> Answer {
         match (&mut self.0).await {
             Ok(answer) => answer,
@@ -321,10 +321,10 @@ where
 
     /// Sends the request for one page on the runtime, so that it goes on while this task
     /// decodes the page before it.
-    fn ask(&self, params: ListParams) -> Asked {
+    fn ask(&self, params: ListParams) -> PendingPage {
         let client = self.conn.client.clone();
         let request = kube::core::Request::new(self.api.resource_url()).list(&params);
-        Asked(tokio::spawn(async move {
+        PendingPage(tokio::spawn(async move {
             let started = Instant::now();
             let text = match request {
                 Ok(mut request) => {
@@ -451,7 +451,11 @@ fn with_rule(fetched: Fetched<()>, rule: String) -> Fetched<()> {
     }
 }
 
-pub async fn cluster_queues(conn: &Connection, kueue: &Kueue, log: &Log) -> Result<Fetched<Vec<ClusterQueue>>, Error> {
+pub async fn cluster_queues(
+    conn: &Connection,
+    kueue: &Kueue,
+    log: &Log,
+) -> Result<Fetched<Vec<ClusterQueue>>, Error> {
     let api: Api<wire::WireClusterQueue> =
         Api::all_with(conn.client.clone(), &kueue.resource("ClusterQueue", "clusterqueues"));
     let (fetched, out) = list_pages(api, "ClusterQueues", kueue, conn, log, wire::cluster_queue).await?;
