@@ -15,8 +15,9 @@ pub async fn run(inv: &Invocation, deps: &mut Deps<'_>) -> Result<Exit, Error> {
     // Live modes never hand an exec credential plugin the terminal: it would fight the status
     // line, and a refresh hours later finds nobody there.
     let live = matches!(inv.verb, Verb::Gate { live: Some(_), .. } | Verb::Lease { watch: Some(_), .. });
-    let manner = connect::Manner { request_timeout: inv.timeout, interactive: !live, pass_stderr: true };
-    let connect = || connect::connect(&inv.connection, manner, deps.log);
+    let connect_options =
+        connect::ConnectOptions { request_timeout: inv.timeout, interactive: !live, pass_stderr: true };
+    let connect = || connect::connect(&inv.connection, connect_options, deps.log);
     match &inv.verb {
         // Each context connects on its own.
         Verb::Fleet { contexts, settings, output, all_states, all_namespaces, max_concurrency, view } => {

@@ -133,8 +133,9 @@ async fn lookup(kind: Lookup, connection: &ConnectionSettings) -> Option<Vec<Str
     let log = Log::silent();
     // The exec credential plugin, if any, is bounded like every request, and never gets the
     // terminal: the shell is waiting on this.
-    let manner = connect::Manner { request_timeout: Some(LOOKUP_TIMEOUT), interactive: false, pass_stderr: false };
-    let conn = connect::connect(connection, manner, &log).await.ok()?;
+    let connect_options =
+        connect::ConnectOptions { request_timeout: Some(LOOKUP_TIMEOUT), interactive: false, pass_stderr: false };
+    let conn = connect::connect(connection, connect_options, &log).await.ok()?;
     let params = ListParams::default();
     let list = match kind {
         Lookup::Namespaces => Api::<Namespace>::all(conn.client.clone()).list_metadata(&params).await.ok()?,

@@ -158,10 +158,10 @@ fn connect_on_own_runtime(
     args.context = Some(name.to_string());
     // Never the terminal, nor stderr: several plugins would talk at once.
     let request_timeout = Some(opts.timeout.unwrap_or(REQUEST_BOUND));
-    let manner = connect::Manner { request_timeout, interactive: false, pass_stderr: false };
+    let connect_options = connect::ConnectOptions { request_timeout, interactive: false, pass_stderr: false };
     let (conn, kueue) = runtime
         .block_on(async {
-            let conn = connect::connect(&args, manner, log).await?;
+            let conn = connect::connect(&args, connect_options, log).await?;
             let kueue = fetch::discover_kueue(&conn, log).await?;
             Ok::<_, Error>((conn, kueue))
         })

@@ -36,7 +36,7 @@ pub struct Connection {
 
 /// How this run may connect.
 #[derive(Debug, Clone, Copy)]
-pub struct Manner {
+pub struct ConnectOptions {
     /// `--request-timeout`: a bound on each request; `None` for none.
     pub request_timeout: Option<Duration>,
     /// Whether an exec credential plugin may have the terminal (one-shot commands only).
@@ -46,7 +46,11 @@ pub struct Manner {
     pub pass_stderr: bool,
 }
 
-pub async fn connect(args: &ConnectionSettings, manner: Manner, log: &crate::log::Log) -> Result<Connection, Error> {
+pub async fn connect(
+    args: &ConnectionSettings,
+    connect_options: ConnectOptions,
+    log: &crate::log::Log,
+) -> Result<Connection, Error> {
     let (mut config, context, exec) = match kubeconfig::choose(args)? {
         Some(mut chosen) => {
             // kube would run a plugin left in the config itself, unbounded: take it out always,
@@ -56,9 +60,9 @@ pub async fn connect(args: &ConnectionSettings, manner: Manner, log: &crate::log
                 cluster: config.provide_cluster_info.then(|| ExecAuthCluster::try_from(&chosen.cluster).ok()).flatten(),
                 config,
                 user: chosen.user_name.clone(),
-                may_interact: manner.interactive,
-                stderr: manner.pass_stderr.then(|| log.stderr()),
-                bound: manner.request_timeout,
+                may_interact: connect_options.interactive,
+                stderr: connect_options.pass_stderr.then(|| log.stderr()),
+                bound: connect_options.request_timeout,
             });
             // The environment's proxy is chosen below, by kubectl's rules, not by kube's loader.
             let config = Config::from_custom_kubeconfig(chosen.to_kubeconfig(), &KubeConfigOptions::default())
@@ -101,7 +105,8 @@ pub async fn connect(args: &ConnectionSettings, manner: Manner, log: &crate::log
     let namespace = config.default_namespace.clone();
     let proxy_text = proxy.as_ref().map(client::display_proxy);
     let server_clock = ServerClock::default();
-    let route = Route { proxy, request_timeout: manner.request_timeout, exec, server_clock: server_clock.clone() };
+    let route =
+        Route { proxy, request_timeout: connect_options.request_timeout, exec, server_clock: server_clock.clone() };
     let client = client::build(config, route)?;
     Ok(Connection { client, server, proxy: proxy_text, namespace, context, server_clock })
 }
