@@ -146,7 +146,7 @@ async fn lookup(kind: Lookup, connection: &ConnectionSettings) -> Option<Vec<Str
             };
             let kueue = fetch::discover_kueue(&conn, &log).await.ok()?;
             // Names only; Kueue's conversion webhook being down must not hide them.
-            let served = fetch::read_served(&kueue, &log, async |k: &fetch::Kueue| {
+            let served = fetch::read_served(&kueue, &log, async |k: &fetch::KueueApi| {
                 let resource = k.resource(kind, plural);
                 let api: Api<DynamicObject> = match kind {
                     "Workload" => Api::namespaced_with(conn.client.clone(), &conn.namespace, &resource),

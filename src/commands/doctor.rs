@@ -3,7 +3,7 @@
 //! judge it at one `now`, render the checklist (or only the RBAC to add, with `--rbac`).
 
 use crate::cluster::connecting::connect::Connection;
-use crate::cluster::reading::fetch::{self, Kueue};
+use crate::cluster::reading::fetch::{self, KueueApi};
 use crate::cluster::reading::{holder, review};
 use crate::core::doctor::{self, DoctorFacts, KueueServed, Level};
 use crate::core::lease::LeaseRef;
@@ -64,7 +64,7 @@ async fn kueue_served(conn: &Connection, namespace: Option<&str>, log: &Log) -> 
         Err(e) => return Err(e),
     };
     let versions = kueue.served.clone();
-    let read = fetch::read_served(&kueue, log, async |k: &Kueue| kueue_reads(conn, k, namespace, log).await).await;
+    let read = fetch::read_served(&kueue, log, async |k: &KueueApi| kueue_reads(conn, k, namespace, log).await).await;
     Ok(match read {
         Ok(served) => {
             KueueServed::Served { versions, reads: Some(served.kueue.version), fallback: served.warning, error: None }
@@ -108,7 +108,7 @@ pub async fn run(conn: &Connection, opts: &DoctorOptions<'_>, deps: &mut Deps<'_
 /// Every Kueue list the gate reads (ClusterQueues, AdmissionChecks, LocalQueues, Workloads), kept
 /// nowhere: a conversion failure on any object (one stored at another version than the rest)
 /// shows only when every object is read. Forbidden lists are the access findings' business.
-async fn kueue_reads(conn: &Connection, kueue: &Kueue, namespace: Option<&str>, log: &Log) -> Result<(), Error> {
+async fn kueue_reads(conn: &Connection, kueue: &KueueApi, namespace: Option<&str>, log: &Log) -> Result<(), Error> {
     let nothing = async {
         Ok::<_, Error>((
             (),

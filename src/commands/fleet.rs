@@ -15,7 +15,7 @@ use std::time::Duration;
 use super::Deps;
 use super::gate::{self, GateOptions};
 use crate::cluster::connecting::connect;
-use crate::cluster::reading::fetch::{self, Kueue};
+use crate::cluster::reading::fetch::{self, KueueApi};
 use crate::core::gate::GateSettings;
 use crate::core::verdict::Verdict;
 use crate::error::Error;
@@ -77,7 +77,7 @@ struct Connected {
     index: usize,
     runtime: tokio::runtime::Runtime,
     conn: connect::Connection,
-    kueue: Kueue,
+    kueue: KueueApi,
 }
 
 type Outcome = Result<crate::report::GateRun, String>;
@@ -171,7 +171,7 @@ fn connect_on_own_runtime(
 
 async fn read_and_judge(
     conn: &connect::Connection,
-    kueue: Kueue,
+    kueue: KueueApi,
     opts: &FleetOptions<'_>,
     log: &crate::log::Log,
     clock: &dyn crate::clock::Clock,

@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 
 use crate::cluster::connecting::connect::Connection;
-use crate::cluster::reading::fetch::{self, Kueue};
+use crate::cluster::reading::fetch::{self, KueueApi};
 use crate::core::fetched::Fetched;
 use crate::core::gate::{self, GateFacts, GateSettings};
 use crate::core::kueue::{AdmissionCheck, ClusterQueue};
@@ -56,7 +56,7 @@ pub async fn collect(conn: &Connection, opts: &GateOptions<'_>, log: &Log) -> Re
 /// [`collect`] after its first round trip: what discovery found is `kueue`.
 pub async fn collect_discovered(
     conn: &Connection,
-    kueue: Kueue,
+    kueue: KueueApi,
     opts: &GateOptions<'_>,
     log: &Log,
 ) -> Result<Collected, Error> {
@@ -74,7 +74,7 @@ pub async fn collect_discovered(
     let ((lease, holder), kueue_lease, served) = futures::try_join!(
         lease_and_holder,
         fetch::lease(conn, &opts.settings.kueue_lease, log),
-        fetch::read_served(&kueue, log, async |k: &Kueue| kueue_reads(conn, k, opts, log).await),
+        fetch::read_served(&kueue, log, async |k: &KueueApi| kueue_reads(conn, k, opts, log).await),
     )?;
     let (cluster_queues, admission_checks, waiting) = served.value;
     Ok(Collected {
@@ -90,7 +90,12 @@ type KueueReads = (Fetched<Vec<ClusterQueue>>, Fetched<Vec<AdmissionCheck>>, Fet
 
 /// The ClusterQueues, AdmissionChecks, LocalQueues and the Workload pages, concurrently; the
 /// first Workload page is read while the AdmissionChecks (which choose what to keep) arrive.
-async fn kueue_reads(conn: &Connection, kueue: &Kueue, opts: &GateOptions<'_>, log: &Log) -> Result<KueueReads, Error> {
+async fn kueue_reads(
+    conn: &Connection,
+    kueue: &KueueApi,
+    opts: &GateOptions<'_>,
+    log: &Log,
+) -> Result<KueueReads, Error> {
     let namespace = (!opts.all_namespaces).then_some(conn.namespace.as_str());
     let scoped = async {
         let acs = fetch::admission_checks(conn, kueue, log).await?;

@@ -17,7 +17,7 @@ use super::Deps;
 use super::gate::{Collected, GateOptions};
 use super::live::{ConnectionStory, Documents, LiveLoop, Woke};
 use crate::cluster::connecting::connect::Connection;
-use crate::cluster::reading::fetch::{self, Kueue};
+use crate::cluster::reading::fetch::{self, KueueApi};
 use crate::cluster::watching::kueue::{self as streams, STREAMS, Update, What};
 use crate::core::live_gate::{LiveGate, Signature};
 use crate::core::verdict::Verdict;
@@ -40,7 +40,7 @@ pub async fn run(
     // The version the watches use is the one these first reads could be served at.
     // The LocalQueues are read here too (then watched), so that a version Kueue's conversion
     // webhook cannot serve them at is found before any watch starts.
-    let served = fetch::read_served(&discovered, log, async |k: &Kueue| {
+    let served = fetch::read_served(&discovered, log, async |k: &KueueApi| {
         futures::try_join!(
             fetch::local_queues(conn, k, namespace.as_deref(), log),
             fetch::probe(conn, k, namespace.as_deref(), log)

@@ -2,7 +2,7 @@
 //! its place in Kueue's queue; explains them at one `now`; renders.
 
 use crate::cluster::connecting::connect::Connection;
-use crate::cluster::reading::fetch::{self, Kueue};
+use crate::cluster::reading::fetch::{self, KueueApi};
 use crate::cluster::reading::workload as read;
 use crate::core::fetched::Fetched;
 use crate::core::gate::{GateFacts, GateSettings};
@@ -31,7 +31,7 @@ pub async fn collect(
 {
     let namespace = conn.namespace.as_str();
     let kueue = fetch::discover_kueue(conn, log).await?;
-    let reads = async |k: &Kueue| {
+    let reads = async |k: &KueueApi| {
         let visibility = async { Ok::<_, Error>(read::visibility_versions(conn, log).await) };
         let (w, cqs, acs, visibility) = futures::try_join!(
             read::workload(conn, k, namespace, name, log),

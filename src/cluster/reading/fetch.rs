@@ -25,7 +25,7 @@ const PAGE: u32 = 500;
 
 /// The Kueue API version to read, chosen from discovery, and the server's clock when it answered.
 #[derive(Debug, Clone)]
-pub struct Kueue {
+pub struct KueueApi {
     pub version: String,
     /// The other versions served, in the order to read them when the apiserver cannot convert
     /// Kueue's objects to `version` (Kueue's conversion webhook does not answer).
@@ -36,7 +36,7 @@ pub struct Kueue {
     pub served: Vec<String>,
 }
 
-impl Kueue {
+impl KueueApi {
     /// Kueue's `kind` (plural `plural`) at this version: the one definition of a Kueue
     /// resource, for reads, watches and completion alike.
     pub fn resource(&self, kind: &str, plural: &str) -> ApiResource {
@@ -44,9 +44,9 @@ impl Kueue {
     }
 
     /// This Kueue read at the next version served, if there is one.
-    fn fall_back(&self) -> Option<Kueue> {
+    fn fall_back(&self) -> Option<KueueApi> {
         let (next, rest) = self.fallback.split_first()?;
-        Some(Kueue {
+        Some(KueueApi {
             version: next.clone(),
             fallback: rest.to_vec(),
             server_date: self.server_date,
@@ -64,7 +64,7 @@ fn read_order(served: &[&str]) -> Vec<String> {
 /// discovery chose.
 pub struct Served<T> {
     pub value: T,
-    pub kueue: Kueue,
+    pub kueue: KueueApi,
     pub warning: Option<String>,
 }
 
@@ -74,9 +74,9 @@ pub struct Served<T> {
 /// stored one needs no conversion), with a warning that says why. When no version served can
 /// be read, the error says that Kueue's webhook is down.
 pub async fn read_served<T>(
-    kueue: &Kueue,
+    kueue: &KueueApi,
     log: &Log,
-    reads: impl AsyncFn(&Kueue) -> Result<T, Error>,
+    reads: impl AsyncFn(&KueueApi) -> Result<T, Error>,
 ) -> Result<Served<T>, Error> {
     let mut current = kueue.clone();
     // (what, version, cause) of each read that Kueue's conversion webhook failed.
@@ -129,7 +129,7 @@ pub fn discovery_forbidden(e: &Error) -> bool {
 /// Discovers which Kueue versions are served and chooses v1beta2, else v1beta1 (Kueue ≤ v0.14).
 /// An unserved group answers a plain-text 404, so this asks discovery rather than parsing an
 /// error body.
-pub async fn discover_kueue(conn: &Connection, log: &Log) -> Result<Kueue, Error> {
+pub async fn discover_kueue(conn: &Connection, log: &Log) -> Result<KueueApi, Error> {
     let path = format!("/apis/{GROUP}");
     let started = Instant::now();
     let request = http::Request::get(&path).body(Vec::<u8>::new()).map_err(|e| Error::Usage(e.to_string()))?;
@@ -156,12 +156,12 @@ pub async fn discover_kueue(conn: &Connection, log: &Log) -> Result<Kueue, Error
     let version = order.next().ok_or(Error::KueueMissing)?;
     log.info(1, &format!("Kueue API {GROUP}/{version}"));
     let served = served.into_iter().map(String::from).collect();
-    Ok(Kueue { version, fallback: order.collect(), server_date, served })
+    Ok(KueueApi { version, fallback: order.collect(), server_date, served })
 }
 
 /// A failed Kueue list outside the pager (completion's names): a conversion failure becomes
 /// [`Error::KueueWebhook`], so [`read_served`] can fall back; anything else stops.
-pub fn list_error(e: kube::Error, conn: &Connection, kueue: &Kueue, what: &str) -> Error {
+pub fn list_error(e: kube::Error, conn: &Connection, kueue: &KueueApi, what: &str) -> Error {
     match classify(e, conn, what) {
         Failure::Conversion(cause) => {
             Error::KueueWebhook { what: what.into(), versions: format!("{GROUP}/{}", kueue.version), cause }
@@ -297,7 +297,7 @@ impl<'a, K> Pager<'a, K>
 where
     K: kube::Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
-    fn new(api: Api<K>, what: &'a str, kueue: &'a Kueue, conn: &'a Connection, log: &'a Log) -> Self {
+    fn new(api: Api<K>, what: &'a str, kueue: &'a KueueApi, conn: &'a Connection, log: &'a Log) -> Self {
         let next = Some(ListParams::default().limit(PAGE));
         let version = &kueue.version;
         Pager { api, what, version, conn, log, next, asked: None, ahead: true, forbidden: false, restarted: false }
@@ -308,7 +308,7 @@ where
         api: Api<K>,
         limit: u32,
         what: &'a str,
-        kueue: &'a Kueue,
+        kueue: &'a KueueApi,
         conn: &'a Connection,
         log: &'a Log,
     ) -> Self {
@@ -425,7 +425,7 @@ where
 async fn list_pages<K, T>(
     api: Api<K>,
     what: &str,
-    kueue: &Kueue,
+    kueue: &KueueApi,
     conn: &Connection,
     log: &Log,
     keep: impl Fn(&K) -> T,
@@ -453,7 +453,7 @@ fn with_rule(fetched: Fetched<()>, rule: String) -> Fetched<()> {
 
 pub async fn cluster_queues(
     conn: &Connection,
-    kueue: &Kueue,
+    kueue: &KueueApi,
     log: &Log,
 ) -> Result<Fetched<Vec<ClusterQueue>>, Error> {
     let api: Api<wire::WireClusterQueue> =
@@ -464,7 +464,7 @@ pub async fn cluster_queues(
 
 pub async fn admission_checks(
     conn: &Connection,
-    kueue: &Kueue,
+    kueue: &KueueApi,
     log: &Log,
 ) -> Result<Fetched<Vec<AdmissionCheck>>, Error> {
     let api: Api<wire::WireAdmissionCheck> =
@@ -492,7 +492,7 @@ fn scope_text(namespace: Option<&str>) -> String {
 
 pub async fn local_queues(
     conn: &Connection,
-    kueue: &Kueue,
+    kueue: &KueueApi,
     namespace: Option<&str>,
     log: &Log,
 ) -> Result<Fetched<Vec<LocalQueue>>, Error> {
@@ -505,7 +505,7 @@ pub async fn local_queues(
 /// Reads one ClusterQueue and one Workload (lists of limit 1), only to learn whether the
 /// apiserver can serve Kueue's objects at this version (a watch would retry a conversion
 /// failure for ever). A forbidden list proves nothing and is left to the watch to report.
-pub async fn probe(conn: &Connection, kueue: &Kueue, namespace: Option<&str>, log: &Log) -> Result<(), Error> {
+pub async fn probe(conn: &Connection, kueue: &KueueApi, namespace: Option<&str>, log: &Log) -> Result<(), Error> {
     let cqs: Api<wire::WireClusterQueue> =
         Api::all_with(conn.client.clone(), &kueue.resource("ClusterQueue", "clusterqueues"));
     let wls: Api<wire::WireWorkload> = namespaced_or_all(conn, namespace, &kueue.resource("Workload", "workloads"));
@@ -520,7 +520,7 @@ pub async fn probe(conn: &Connection, kueue: &Kueue, namespace: Option<&str>, lo
 /// does not wait a round trip for it; `T` is whatever else that future yields.
 pub async fn waiting<T>(
     conn: &Connection,
-    kueue: &Kueue,
+    kueue: &KueueApi,
     namespace: Option<&str>,
     labels: Option<&str>,
     scoped: impl Future<Output = Result<(T, WaitingScope), Error>>,
@@ -552,9 +552,9 @@ pub async fn waiting<T>(
 mod tests {
     use super::*;
 
-    fn kueue(served: &[&str]) -> Kueue {
+    fn kueue(served: &[&str]) -> KueueApi {
         let mut order = read_order(served).into_iter();
-        Kueue { version: order.next().unwrap(), fallback: order.collect(), server_date: None, served: vec![] }
+        KueueApi { version: order.next().unwrap(), fallback: order.collect(), server_date: None, served: vec![] }
     }
 
     fn down(what: &str, version: &str) -> Error {
@@ -574,7 +574,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_conversion_failure_reads_the_next_version_served_with_a_warning() {
-        let served = read_served(&kueue(&["v1beta1", "v1beta2"]), &Log::silent(), async |k: &Kueue| {
+        let served = read_served(&kueue(&["v1beta1", "v1beta2"]), &Log::silent(), async |k: &KueueApi| {
             if k.version == "v1beta2" { Err(down("ClusterQueues", "v1beta2")) } else { Ok(k.version.clone()) }
         })
         .await
@@ -591,7 +591,7 @@ mod tests {
 
     #[tokio::test]
     async fn no_warning_when_the_chosen_version_reads() {
-        let served = read_served(&kueue(&["v1beta1", "v1beta2"]), &Log::silent(), async |k: &Kueue| {
+        let served = read_served(&kueue(&["v1beta1", "v1beta2"]), &Log::silent(), async |k: &KueueApi| {
             Ok::<_, Error>(k.version.clone())
         })
         .await
@@ -601,7 +601,7 @@ mod tests {
 
     #[tokio::test]
     async fn when_no_version_reads_the_error_says_the_webhook_is_down() {
-        let e = read_served(&kueue(&["v1beta1", "v1beta2"]), &Log::silent(), async |k: &Kueue| {
+        let e = read_served(&kueue(&["v1beta1", "v1beta2"]), &Log::silent(), async |k: &KueueApi| {
             Err::<(), _>(down("Workloads", &k.version))
         })
         .await
@@ -613,7 +613,7 @@ mod tests {
              kueue.x-k8s.io/v1beta1: conversion webhook for kueue.x-k8s.io/v1beta1, Kind=Workloads failed: connection refused"
         );
         // Different objects failed at each version: only the last is named.
-        let e = read_served(&kueue(&["v1beta1", "v1beta2"]), &Log::silent(), async |k: &Kueue| {
+        let e = read_served(&kueue(&["v1beta1", "v1beta2"]), &Log::silent(), async |k: &KueueApi| {
             Err::<(), _>(down(if k.version == "v1beta2" { "ClusterQueues" } else { "Workloads" }, &k.version))
         })
         .await
@@ -621,7 +621,7 @@ mod tests {
         .unwrap();
         assert!(e.to_string().contains("cannot return Workloads as kueue.x-k8s.io/v1beta1: "), "{e}");
         // Any other error stops at once, without falling back.
-        let e = read_served(&kueue(&["v1beta1", "v1beta2"]), &Log::silent(), async |_: &Kueue| {
+        let e = read_served(&kueue(&["v1beta1", "v1beta2"]), &Log::silent(), async |_: &KueueApi| {
             Err::<(), _>(Error::KueueMissing)
         })
         .await

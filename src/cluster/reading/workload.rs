@@ -8,7 +8,7 @@ use kube::api::Api;
 use serde::Deserialize;
 
 use super::failure::{Failure, classify};
-use super::fetch::{self, Kueue};
+use super::fetch::{self, KueueApi};
 use super::wire;
 use crate::cluster::connecting::connect::Connection;
 use crate::core::fetched::{Denied, Fetched};
@@ -23,7 +23,7 @@ const VISIBILITY: &str = "visibility.kueue.x-k8s.io";
 /// each with the API server's own words, as kubectl prints them.
 pub async fn workload(
     conn: &Connection,
-    kueue: &Kueue,
+    kueue: &KueueApi,
     namespace: &str,
     name: &str,
     log: &Log,
@@ -59,7 +59,7 @@ pub async fn workload(
 /// GETs the LocalQueue `namespace/name`.
 pub async fn local_queue(
     conn: &Connection,
-    kueue: &Kueue,
+    kueue: &KueueApi,
     namespace: &str,
     name: &str,
     log: &Log,

@@ -14,7 +14,7 @@ use kube::api::Api;
 use super::kueue_lease::{self, KueueLeaseUpdate};
 use super::reflector::{self, Followed, LeaseUpdate, Seen, Signal, WhenForbidden};
 use crate::cluster::connecting::connect::Connection;
-use crate::cluster::reading::fetch::Kueue;
+use crate::cluster::reading::fetch::KueueApi;
 use crate::cluster::reading::wire;
 use crate::core::fetched::{Denied, Fetched};
 use crate::core::gate::GateSettings;
@@ -122,7 +122,7 @@ fn kueue_lease_watch(conn: &Connection, lease: &LeaseRef, stream: usize) -> BoxS
 /// dispatch's Lease (4) and Kueue's manager's (5). `selector` (`-l`) narrows the Workloads.
 pub fn streams(
     conn: &Connection,
-    kueue: &Kueue,
+    kueue: &KueueApi,
     settings: &GateSettings,
     all_states: bool,
     namespace: Option<&str>,
