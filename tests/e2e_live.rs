@@ -13,14 +13,10 @@ use std::time::Duration;
 
 use support::fixtures::Scenario;
 use support::shapes::{LEASE, LEASE_NS, Shapes};
-use support::watch::Watch;
+use support::watch::{Watch, is_event};
 use support::{Cluster, Run};
 
 const S: Duration = Duration::from_secs(1);
-
-fn is_event(event: &str) -> impl Fn(&str) -> bool + '_ {
-    move |l| serde_json::from_str::<serde_json::Value>(l).is_ok_and(|v| v["event"].as_str() == Some(event))
-}
 
 /// The server's words after kubectl's `Error from server (Forbidden): `.
 fn kubectl_forbidden(out: &std::process::Output) -> String {

@@ -9,19 +9,10 @@ use std::time::Duration;
 use k8s_openapi::jiff::Timestamp;
 use support::controller::{Controller, write_lease};
 use support::fixtures::{self, Scenario};
-use support::watch::{Watch, connection_lines};
+use support::watch::{Watch, connection_lines, is_event, json_event};
 use support::{Cluster, Run};
 
 const S: Duration = Duration::from_secs(1);
-
-fn json_event(line: &str) -> Option<(String, serde_json::Value)> {
-    let v: serde_json::Value = serde_json::from_str(line).ok()?;
-    Some((v["event"].as_str()?.to_string(), v))
-}
-
-fn is_event(event: &str) -> impl Fn(&str) -> bool + '_ {
-    move |l| json_event(l).is_some_and(|(e, _)| e == event)
-}
 
 fn leased(c: &Cluster, s: &Scenario) {
     c.apply(&s.healthy_yaml());
