@@ -8,10 +8,10 @@ mod support;
 
 use std::time::Duration;
 
+use support::Cluster;
 use support::fixtures::{self, Scenario, gate};
 use support::printcheck::oracle;
 use support::watch::Watch;
-use support::{Cluster, Run};
 
 /// A Workload of the scenario, Pending at dispatch's check for `since` seconds, with labels.
 fn labelled_workload(s: &Scenario, name: &str, labels: &[(&str, &str)], since: i64) -> String {
