@@ -40,6 +40,23 @@ pub enum Error {
     #[error(transparent)]
     Exec(#[from] ExecError),
 
+    /// A credential or impersonation value no HTTP header can carry, refused before sending
+    /// with the words of Go's `net/http`, which kubectl prints.
+    #[error("net/http: invalid header field value for {header:?}: {cause}")]
+    Header { header: String, cause: String },
+
+    /// The gcp or azure auth-provider, which kubectl 1.26 and later refuse with these words.
+    #[error("The {name} auth plugin has been removed.")]
+    AuthProviderRemoved { name: String, hint: String },
+
+    /// An answer past one of the bounds on what a server may send (`cluster::connecting::bounds`).
+    #[error("{0}")]
+    Bound(String),
+
+    /// A 3xx answer: the plugin follows no redirect (nor does client-go with a bearer token).
+    #[error("the API server answered {status}{} for {path}; kubectl-dispatch does not follow redirects", location.as_ref().map(|l| format!(" (to {l})")).unwrap_or_default())]
+    Redirect { status: u16, location: Option<String>, path: String },
+
     #[error("Kueue is not installed: the API server does not serve the API group kueue.x-k8s.io")]
     KueueMissing,
 
@@ -106,6 +123,8 @@ impl Error {
                 Some("check proxy-url for this cluster in the kubeconfig, or HTTPS_PROXY and NO_PROXY".into())
             }
             Error::Exec(e) => e.hint(),
+            Error::AuthProviderRemoved { hint, .. } => Some(hint.clone()),
+            Error::Redirect { .. } => Some("point --server (or the kubeconfig's server) at where it redirects".into()),
             Error::Unauthorized { .. } => {
                 Some("log in again, or check the user entry of this context in the kubeconfig".into())
             }
@@ -151,6 +170,8 @@ pub enum ExecError {
     NoCredential { command: String, cause: String },
     #[error("the exec credential plugin {command:?} did not finish within {}{}", crate::core::duration::go_duration(*after), last_line.as_ref().map(|l| format!(" (its last words: {l})")).unwrap_or_default())]
     Timeout { command: String, after: Duration, last_line: Option<String> },
+    #[error("the exec credential plugin {command:?} was stopped: its {what} passed {}, the bound on it", size(*limit))]
+    TooMuch { command: String, what: &'static str, limit: u64 },
     #[error("the exec credential plugin {command:?} needs a terminal (interactiveMode: Always), {why}")]
     NeedsTerminal { command: String, why: &'static str },
     #[error("user {user:?}: {cause}")]
@@ -183,6 +204,27 @@ fn timed_out_down(timeout: Duration, cause: Option<&str>) -> String {
     }
 }
 
+/// A URL for messages as kubectl's errors print it (Go's `net/http` client, `stripPassword`):
+/// a password in its user information replaced by `***` (a user name alone is kept). Text
+/// that is no URL is returned as it is.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let Some((info, host)) = authority.rsplit_once('@') else { return url.to_string() };
+    let Some((user, _password)) = info.split_once(':') else { return url.to_string() };
+    format!("{scheme}://{user}:***@{host}{tail}")
+}
+
+/// A size for messages: `64 MiB`, `64 KiB`, or bytes.
+pub fn size(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} bytes"),
+    }
+}
+
 /// The first line of a message, trimmed: kube's and serde's errors can run to several.
 pub fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or_default().trim().to_string()
@@ -201,5 +243,20 @@ impl From<std::io::Error> for Error {
     /// Writing the output failed (other than a closed pipe, which main treats as success).
     fn from(e: std::io::Error) -> Self {
         Error::Output(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_password_in_a_url_is_redacted_as_kubectl_redacts_it() {
+        assert_eq!(redact_url("https://admin:S3CRET@127.0.0.1:1"), "https://admin:***@127.0.0.1:1");
+        assert_eq!(redact_url("https://admin:@h/p?q=a:b@c"), "https://admin:***@h/p?q=a:b@c");
+        assert_eq!(redact_url("https://a:b:c@d@h:6443/x"), "https://a:***@h:6443/x");
+        assert_eq!(redact_url("https://admin@h"), "https://admin@h");
+        assert_eq!(redact_url("https://h:6443/a@b:c"), "https://h:6443/a@b:c");
+        assert_eq!(redact_url("not a url"), "not a url");
     }
 }

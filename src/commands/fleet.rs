@@ -29,6 +29,12 @@ use crate::report::fleet::ContextResult;
 /// `--request-timeout` is not set.
 pub const REQUEST_BOUND: Duration = Duration::from_secs(30);
 
+/// The bound on reading and judging one context, whatever its requests: a server that answers
+/// every request in time but never ends a list (a new continue token on every page, say) is
+/// reported as such, and the other contexts print. The largest cluster measured (20,000
+/// Workloads) reads in seconds; ten minutes leaves room for a far and slow one.
+pub const CONTEXT_BOUND: Duration = Duration::from_secs(600);
+
 pub struct FleetOptions<'a> {
     pub connection: &'a ConnectionSettings,
     pub contexts: &'a Fleet,
@@ -126,7 +132,16 @@ fn judge_all(
                 loop {
                     let taken = waiting.lock().unwrap_or_else(|e| e.into_inner()).recv();
                     let Ok(c) = taken else { break };
-                    let outcome = c.runtime.block_on(read_and_judge(&c.conn, c.kueue, opts, log, clock));
+                    // The timer is made inside the runtime, which drives it.
+                    let reading = async {
+                        tokio::time::timeout(CONTEXT_BOUND, read_and_judge(&c.conn, c.kueue, opts, log, clock)).await
+                    };
+                    let outcome = c.runtime.block_on(reading).unwrap_or_else(|_| {
+                        Err(format!(
+                            "reading this context did not end within {}, the bound on one context of a fleet",
+                            crate::core::duration::go_duration(CONTEXT_BOUND)
+                        ))
+                    });
                     record(c.index, outcome);
                 }
             }));

@@ -56,6 +56,8 @@ pub struct Route {
 }
 
 pub fn build(mut config: Config, route: Route) -> Result<Client, Error> {
+    // Before kube's layers, which abort on a value no header can carry.
+    super::headers::check(&config.auth_info)?;
     let make = make_http(&config, route.proxy.as_ref(), route.request_timeout)?;
     // A token file kube would send (nothing before it in kube's order of credentials) is read
     // here instead, as client-go reads it (super::credentials): kube's sends it untrimmed and
@@ -84,6 +86,8 @@ pub fn build(mut config: Config, route: Route) -> Result<Client, Error> {
         .option_layer(config.default_retry.then(|| RetryLayer::new(RetryAfter::within(route.request_timeout))))
         .option_layer(config.auth_layer().map_err(invalid)?)
         .layer(config.extra_headers_layer().map_err(invalid)?)
+        // Outside the decompression: the bound is on the inflated text.
+        .layer(super::bounds::BoundsLayer)
         .layer(DecompressionLayer::new().no_br().no_deflate().no_zstd().gzip(!config.disable_compression))
         .layer(ServerClockLayer(route.server_clock))
         .service(transport);

@@ -83,7 +83,8 @@ pub async fn connect(
         None => (in_cluster(args)?, None, None),
     };
     config.headers.push((USER_AGENT, HeaderValue::from_static(AGENT)));
-    let server = config.cluster_url.to_string().trim_end_matches('/').to_string();
+    // Every message names the server by this text: a password in the URL never shows.
+    let server = crate::error::redact_url(config.cluster_url.to_string().trim_end_matches('/'));
     let proxy = config.proxy_url.take();
     log.info(
         1,

@@ -31,7 +31,7 @@ impl<S> RequestTimeout<S> {
     }
 }
 
-fn is_watch<B>(req: &Request<B>) -> bool {
+pub fn is_watch<B>(req: &Request<B>) -> bool {
     req.uri().query().is_some_and(|q| q.split('&').any(|kv| kv == "watch=true" || kv == "watch=1"))
 }
 

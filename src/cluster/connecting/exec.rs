@@ -20,6 +20,8 @@ use kube::config::{ExecAuthCluster, ExecConfig, ExecInteractiveMode};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 
+use super::bounds::{EXEC_STDERR_LINE_LIMIT, EXEC_STDOUT_LIMIT};
+
 pub use crate::error::ExecError;
 use crate::text::terminal::LineSink;
 
@@ -173,30 +175,52 @@ impl ExecPlugin {
             let mut out = Vec::new();
             let read_out = async {
                 if let Some(s) = stdout.as_mut() {
-                    let _ = s.read_to_end(&mut out).await;
+                    let _ = s.take(EXEC_STDOUT_LIMIT + 1).read_to_end(&mut out).await;
                 }
+                if out.len() as u64 > EXEC_STDOUT_LIMIT {
+                    return Err(("standard output", EXEC_STDOUT_LIMIT));
+                }
+                Ok(())
             };
             let read_err = async {
-                let Some(s) = stderr else { return };
-                let mut lines = tokio::io::BufReader::new(s).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
+                let Some(s) = stderr else { return Ok(()) };
+                let mut reader = tokio::io::BufReader::new(s);
+                loop {
+                    let mut bytes = Vec::new();
+                    match (&mut reader).take(EXEC_STDERR_LINE_LIMIT + 1).read_until(b'\n', &mut bytes).await {
+                        Ok(0) | Err(_) => return Ok(()),
+                        Ok(_) if bytes.len() as u64 > EXEC_STDERR_LINE_LIMIT => {
+                            return Err(("standard error line", EXEC_STDERR_LINE_LIMIT));
+                        }
+                        Ok(_) => {}
+                    }
+                    let line = String::from_utf8_lossy(&bytes);
+                    let line = line.trim_end_matches(['\n', '\r']);
                     if let Some(passed) = &self.stderr {
-                        passed.foreign(&line);
+                        passed.foreign(line);
                     }
                     if !line.trim().is_empty() {
-                        *last.lock().unwrap_or_else(|p| p.into_inner()) = Some(line);
+                        *last.lock().unwrap_or_else(|p| p.into_inner()) = Some(line.to_string());
                     }
                 }
             };
-            tokio::join!(read_out, read_err);
-            (child.wait().await, out)
+            tokio::try_join!(read_out, read_err)?;
+            Ok((child.wait().await, out))
         };
         let said = || last.lock().unwrap_or_else(|p| p.into_inner()).as_deref().map(one_line);
-        let Ok((status, out)) = tokio::time::timeout(bound, finished).await else {
-            // Kill it and reap it before going on: kill_on_drop only signals, and a plugin
-            // still dying after the command has ended is one that outlived it.
-            let _ = child.kill().await;
-            return Err(ExecError::Timeout { command, after: bound, last_line: said() });
+        let ended = tokio::time::timeout(bound, finished).await;
+        let (status, out) = match ended {
+            Ok(Ok(done)) => done,
+            Ok(Err((what, limit))) => {
+                let _ = child.kill().await;
+                return Err(ExecError::TooMuch { command, what, limit });
+            }
+            Err(_) => {
+                // Kill it and reap it before going on: kill_on_drop only signals, and a plugin
+                // still dying after the command has ended is one that outlived it.
+                let _ = child.kill().await;
+                return Err(ExecError::Timeout { command, after: bound, last_line: said() });
+            }
         };
         let status = status.map_err(|e| ExecError::Start { command: command.clone(), cause: e.to_string() })?;
         if !status.success() {
@@ -271,6 +295,9 @@ pub fn parse(stdout: &[u8], api_version: &str) -> Result<Credential, String> {
         (None, Some(_)) => return Err("it returned clientKeyData without clientCertificateData".into()),
     };
     let token = nonempty(status.token);
+    if let Some(token) = &token {
+        super::headers::token_sendable(token)?;
+    }
     if token.is_none() && identity.is_none() {
         return Err("it returned neither a token nor a client certificate and key".into());
     }

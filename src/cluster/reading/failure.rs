@@ -3,6 +3,7 @@
 
 use std::error::Error as StdError;
 
+use crate::cluster::connecting::bounds::{Redirected, TooLarge};
 use crate::cluster::connecting::deadline::RequestTimedOut;
 use crate::cluster::connecting::exec::ExecError;
 use crate::cluster::connecting::tls::ConnectTimedOut;
@@ -57,6 +58,12 @@ pub fn transport(e: &(dyn StdError + 'static), conn: &dyn Endpoint) -> Error {
     let server = conn.server().to_string();
     if let Some(exec) = find::<ExecError>(e) {
         return Error::Exec(exec.clone());
+    }
+    if let Some(big) = find::<TooLarge>(e) {
+        return Error::Bound(big.to_string());
+    }
+    if let Some(r) = find::<Redirected>(e) {
+        return Error::Redirect { status: r.status, location: r.location.clone(), path: r.path.clone() };
     }
     if let Some(RequestTimedOut(timeout)) = find::<RequestTimedOut>(e) {
         return Error::Timeout { server, timeout: *timeout };

@@ -12,6 +12,7 @@ use serde::de::DeserializeOwned;
 
 use super::failure::{Failure, classify, transport};
 use super::wire;
+use crate::cluster::connecting::bounds;
 use crate::cluster::connecting::connect::Connection;
 use crate::core::fetched::{Denied, Fetched};
 use crate::core::kueue::{API_VERSIONS, AdmissionCheck, ClusterQueue, LocalQueue};
@@ -244,6 +245,9 @@ struct Pager<'a, K> {
     forbidden: bool,
     /// The list already started over once, after its continue token expired.
     restarted: bool,
+    /// The continue tokens given so far (hashed) and the pages asked for: a list that does not
+    /// end is an error ([`bounds::MAX_PAGES`]).
+    tokens: std::collections::HashSet<u64>,
 }
 
 /// One page's request: its parameters, how long the answer took, and the answer's text.
@@ -300,7 +304,20 @@ where
     fn new(api: Api<K>, what: &'a str, kueue: &'a KueueApi, conn: &'a Connection, log: &'a Log) -> Self {
         let next = Some(ListParams::default().limit(PAGE));
         let version = &kueue.version;
-        Pager { api, what, version, conn, log, next, asked: None, ahead: true, forbidden: false, restarted: false }
+        let tokens = Default::default();
+        Pager {
+            api,
+            what,
+            version,
+            conn,
+            log,
+            next,
+            asked: None,
+            ahead: true,
+            forbidden: false,
+            restarted: false,
+            tokens,
+        }
     }
 
     /// A pager that reads the first page of `limit` objects and nothing after it.
@@ -371,6 +388,7 @@ where
                         ),
                     );
                     self.restarted = true;
+                    self.tokens.clear();
                     restarted = true;
                     self.next = Some(ListParams { continue_token: None, ..params });
                     continue;
@@ -380,6 +398,7 @@ where
             if self.ahead
                 && let Some(token) = continue_token(&text)
             {
+                self.endless(&token)?;
                 self.asked = Some(self.ask(params.continue_token(&token)));
             }
             let decoded = tokio::task::spawn_blocking(move || serde_json::from_str::<ObjectList<K>>(&text))
@@ -393,6 +412,29 @@ where
                 }
             };
         }
+    }
+
+    /// Refuses a continue token given before (the list would go round for ever) and a list
+    /// past [`bounds::MAX_PAGES`] pages.
+    fn endless(&mut self, token: &str) -> Result<(), Error> {
+        use std::hash::{BuildHasher, BuildHasherDefault};
+        let hash = BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(token);
+        let path = self.api.resource_url();
+        if !self.tokens.insert(hash) {
+            return Err(Error::Bound(format!(
+                "the API server's {} list at {path} does not end: page {} gave the same continue token as an earlier page",
+                self.what,
+                self.tokens.len() + 1
+            )));
+        }
+        if self.tokens.len() >= bounds::MAX_PAGES {
+            return Err(Error::Bound(format!(
+                "the API server's {} list at {path} did not end within {} pages, the bound on one list",
+                self.what,
+                bounds::MAX_PAGES
+            )));
+        }
+        Ok(())
     }
 
     /// A page that could not be read: forbidden ends the list as data, the rest stop the run.
