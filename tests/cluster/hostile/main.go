@@ -6,6 +6,8 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -16,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -33,6 +36,14 @@ const usage = `usage:
         retry-after    503, Retry-After: 10000000000000000000 (20 digits) and a Status
         endless        200 application/json, a LeaseList whose body never ends (spaces, for ever)
         drip           200 application/json, a LeaseList one byte a second
+        flood          200 application/json, a LeaseList whose body never ends, sent as fast
+                       as the client reads it
+        gzip-bomb      200 application/json, Content-Encoding: gzip: about 256 KiB that inflate
+                       to a LeaseList of 256 MiB (spaces)
+        redirect       302 Found, Location: https://admin:S3CRET@127.0.0.1:1/elsewhere
+        continue-same  Kueue's API group in discovery (v1beta2); every list (a request with
+                       limit=) an empty page whose continue token is always "again"; else 404
+        continue-new   the same, with a new continue token on every page, for ever
       Appends one JSON line per request to FILE: {"method","uri","host","headers"} (header
       names in canonical form, values as received). Prints one line "listening on
       127.0.0.1:PORT" once ready. Serves until SIGTERM/SIGINT or until its standard input is
@@ -244,6 +255,31 @@ var answers = map[string]func(http.ResponseWriter, *http.Request){
 			}
 		}
 	},
+	"flood": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		if _, err := io.WriteString(w, listHead); err != nil {
+			return
+		}
+		spaces := []byte(strings.Repeat(" ", 64<<10))
+		for {
+			if _, err := w.Write(spaces); err != nil {
+				return
+			}
+		}
+	},
+	"gzip-bomb": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Encoding", "gzip")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(bomb())
+	},
+	"redirect": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", "https://admin:S3CRET@127.0.0.1:1/elsewhere")
+		w.WriteHeader(http.StatusFound)
+	},
+	"continue-same": func(w http.ResponseWriter, r *http.Request) { endlessList(w, r, false) },
+	"continue-new":  func(w http.ResponseWriter, r *http.Request) { endlessList(w, r, true) },
 	"drip": func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)
@@ -262,4 +298,54 @@ var answers = map[string]func(http.ResponseWriter, *http.Request){
 			}
 		}
 	},
+}
+
+var (
+	bombOnce sync.Once
+	bombBody []byte
+)
+
+// bomb is a gzip stream that inflates to a LeaseList of 256 MiB, made once.
+func bomb() []byte {
+	bombOnce.Do(func() {
+		var buf bytes.Buffer
+		z, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+		_, _ = io.WriteString(z, listHead)
+		spaces := []byte(strings.Repeat(" ", 1<<20))
+		for i := 0; i < 256; i++ {
+			_, _ = z.Write(spaces)
+		}
+		_, _ = io.WriteString(z, "]}")
+		_ = z.Close()
+		bombBody = buf.Bytes()
+	})
+	return bombBody
+}
+
+var pages struct {
+	sync.Mutex
+	n int
+}
+
+// endlessList answers discovery of Kueue's group, and every list with an empty page that has
+// a continue token: "again" each time, or a new one each time.
+func endlessList(w http.ResponseWriter, r *http.Request, fresh bool) {
+	if r.URL.Path == "/apis/kueue.x-k8s.io" {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"kind":"APIGroup","apiVersion":"v1","name":"kueue.x-k8s.io","versions":[{"groupVersion":"kueue.x-k8s.io/v1beta2","version":"v1beta2"}],"preferredVersion":{"groupVersion":"kueue.x-k8s.io/v1beta2","version":"v1beta2"}}`)
+		return
+	}
+	if r.URL.Query().Get("limit") == "" {
+		status(w, http.StatusNotFound, "NotFound", "the server could not find the requested resource")
+		return
+	}
+	token := "again"
+	if fresh {
+		pages.Lock()
+		pages.n++
+		token = "page-" + strconv.Itoa(pages.n)
+		pages.Unlock()
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = fmt.Fprintf(w, `{"kind":"List","apiVersion":"v1","metadata":{"resourceVersion":"1","continue":%q},"items":[]}`, token)
 }

@@ -1,0 +1,365 @@
+//! Bounded against any server (issue 26, the transport half), through `kubectl dispatch`, with
+//! kubectl beside it where it has a behaviour: an answer past a bound (an endless body, a gzip
+//! bomb, a list that never ends, an exec plugin that never stops writing) is one `error:` line
+//! naming the bound, exit 1, with the plugin's peak memory measured under each hostile body; a
+//! credential no header can carry, and a removed auth-provider, are errors, not aborts; a
+//! password in the server URL never shows; a 3xx gets its own error.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::fixtures::Scenario;
+use support::hostile::Hostile;
+use support::{Cluster, Run, plugin_path, unique};
+
+/// The bound on the plugin's peak resident memory under any hostile answer (the body bound is
+/// 64 MiB; the text is held once as it arrives and once whole).
+const PEAK_RSS_KIB: u64 = 256 << 10;
+
+/// A generous watchdog: a run that hangs fails with its reason rather than holding the suite.
+const WATCHDOG: Duration = Duration::from_secs(180);
+
+/// A finished run, and the plugin's peak resident memory (VmHWM, KiB) as last seen while it ran.
+struct Measured {
+    run: Run,
+    peak_kib: Option<u64>,
+}
+
+/// `kubectl ARGS` with `env`, its plugin's VmHWM sampled every 10 ms while it runs (kubectl
+/// execs the plugin in its own process, so the samples taken once the process is
+/// `kubectl-dispatch` are the plugin's alone; VmHWM only grows, so the last is the peak, less
+/// what grew in the last 10 ms).
+fn measured(args: &[&str], env: &[(&str, &str)]) -> Measured {
+    let mut cmd = Command::new("kubectl");
+    cmd.args(args).env("PATH", plugin_path()).env("KUBECONFIG", "/dev/null").stdin(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let path = std::env::temp_dir().join(unique("dispatch-bounds-run"));
+    let (out, err) = (path.with_extension("out"), path.with_extension("err"));
+    cmd.stdout(std::fs::File::create(&out).unwrap()).stderr(std::fs::File::create(&err).unwrap());
+    let mut child = cmd.spawn().expect("start kubectl");
+    let started = Instant::now();
+    let mut peak_kib = None;
+    let status = loop {
+        if let Some(kib) = vm_hwm(child.id()) {
+            peak_kib = Some(kib);
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > WATCHDOG {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "kubectl {args:?} did not end within {WATCHDOG:?}:\n{}",
+                std::fs::read_to_string(&err).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let run = Run {
+        code: status.code().unwrap_or(-1),
+        stdout: std::fs::read_to_string(&out).unwrap_or_default(),
+        stderr: std::fs::read_to_string(&err).unwrap_or_default(),
+    };
+    let _ = std::fs::remove_file(out);
+    let _ = std::fs::remove_file(err);
+    Measured { run, peak_kib }
+}
+
+/// The process's VmHWM in KiB, once it is the plugin.
+fn vm_hwm(pid: u32) -> Option<u64> {
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    if !comm.starts_with("kubectl-dispatc") {
+        return None;
+    }
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Asserts the peak was seen and is under [`PEAK_RSS_KIB`]; prints it for the record.
+fn within_memory(m: &Measured, case: &str) {
+    let Some(kib) = m.peak_kib else { panic!("{case}: the plugin's memory was never sampled:\n{}", m.run.stderr) };
+    eprintln!("{case}: peak RSS {} MiB", kib >> 10);
+    assert!(kib < PEAK_RSS_KIB, "{case}: peak RSS {kib} KiB is past {PEAK_RSS_KIB} KiB");
+}
+
+const LEASE_PATH: &str = "/apis/coordination.k8s.io/v1/namespaces/dispatch-system/leases/";
+
+#[test]
+fn an_endless_body_stops_at_the_body_bound_in_bounded_memory() {
+    let server = Hostile::start("flood");
+    let url = server.url();
+    // No --request-timeout: the bound on size alone ends it.
+    let lease = measured(&["dispatch", "-s", &url, "lease"], &[]);
+    lease.run.expect_one_error(LEASE_PATH).expect_one_error("is larger than 64 MiB, the bound on one response");
+    within_memory(&lease, "flood, lease");
+    let gate = measured(&["dispatch", "-s", &url, "gate"], &[]);
+    gate.run.expect_one_error("the API server's answer to /apis/kueue.x-k8s.io is larger than 64 MiB");
+    within_memory(&gate, "flood, gate");
+}
+
+#[test]
+fn a_gzip_bomb_is_bounded_after_it_is_inflated() {
+    let server = Hostile::start("gzip-bomb");
+    let url = server.url();
+    let lease = measured(&["dispatch", "-s", &url, "lease"], &[]);
+    lease.run.expect_one_error(LEASE_PATH).expect_one_error("is larger than 64 MiB");
+    within_memory(&lease, "gzip bomb, lease");
+    let asked = server.seen().into_iter().find(|s| s.by_plugin()).expect("the plugin asked");
+    assert_eq!(asked.header("Accept-Encoding"), Some("gzip"), "the plugin asks for gzip, so the bomb is inflated");
+    // With --disable-compression the plugin does not ask for gzip and does not inflate it:
+    // the 256 KiB it gets are no JSON.
+    let plain = measured(&["dispatch", "-s", &url, "--disable-compression", "lease"], &[]);
+    plain.run.expect_code(1);
+    assert!(!plain.run.stderr.contains("larger than"), "{}", plain.run.stderr);
+}
+
+#[test]
+fn a_redirect_gets_its_own_error_with_the_location_redacted() {
+    let server = Hostile::start("redirect");
+    let url = server.url();
+    let ours = measured(&["dispatch", "-s", &url, "lease"], &[]).run;
+    ours.expect_one_error(&format!(
+        "the API server answered 302 (to https://admin:***@127.0.0.1:1/elsewhere) for {LEASE_PATH}"
+    ));
+    assert!(ours.stderr.contains("kubectl-dispatch does not follow redirects"), "{}", ours.stderr);
+    assert!(!ours.stderr.contains("S3CRET"), "{}", ours.stderr);
+    let asked = server.seen().into_iter().filter(|s| s.by_plugin()).count();
+    assert_eq!(asked, 1, "one request, not followed");
+    // kubectl follows it (to a port nothing answers at) and fails there; it too never prints
+    // the password.
+    let k = measured(&["-s", &url, "get", "lease", "-n", "dispatch-system", "x"], &[]).run;
+    assert_eq!(k.code, 1, "kubectl:\n{}", k.stderr);
+    assert!(!k.stderr.contains("S3CRET"), "{}", k.stderr);
+}
+
+#[test]
+fn a_list_that_repeats_its_continue_token_or_never_ends_is_an_error() {
+    let same = Hostile::start("continue-same");
+    let ours = measured(&["dispatch", "-s", &same.url(), "gate"], &[]).run;
+    ours.expect_one_error("list at /apis/kueue.x-k8s.io/v1beta2/")
+        .expect_one_error("does not end: page 2 gave the same continue token as an earlier page");
+    let new = Hostile::start("continue-new");
+    let ours = measured(&["dispatch", "-s", &new.url(), "gate"], &[]).run;
+    ours.expect_one_error("did not end within 10000 pages, the bound on one list");
+}
+
+#[test]
+fn a_password_in_the_server_url_is_redacted_everywhere() {
+    let url = "https://admin:S3CRET@127.0.0.1:1";
+    for flags in [&["lease"][..], &["-v", "6", "lease"], &["gate", "-o", "json"]] {
+        let mut args = vec!["dispatch", "-s", url, "--request-timeout", "5s"];
+        args.extend_from_slice(flags);
+        let ours = measured(&args, &[]).run;
+        ours.expect_code(1);
+        assert!(!ours.stderr.contains("S3CRET") && !ours.stdout.contains("S3CRET"), "{flags:?}:\n{}", ours.stderr);
+        assert!(
+            ours.stderr.contains("cannot reach the API server at https://admin:***@127.0.0.1:1"),
+            "{}",
+            ours.stderr
+        );
+    }
+    // The fleet's JSON error field.
+    let dir = std::env::temp_dir().join(unique("dispatch-bounds-kc"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("config");
+    let cluster = json!({"name": "x", "cluster": {"server": url}});
+    let contexts = [
+        json!({"name": "a", "context": {"cluster": "x", "user": "x"}}),
+        json!({"name": "b", "context": {"cluster": "x", "user": "x"}}),
+    ];
+    let kubeconfig = json!({"apiVersion": "v1", "kind": "Config", "current-context": "a", "clusters": [cluster],
+        "users": [{"name": "x", "user": {"token": "t"}}], "contexts": contexts});
+    std::fs::write(&path, kubeconfig.to_string()).unwrap();
+    let kc = path.to_str().unwrap();
+    let fleet = measured(
+        &["dispatch", "gate", "--all-contexts", "--request-timeout", "5s", "-o", "json"],
+        &[("KUBECONFIG", kc)],
+    )
+    .run;
+    assert!(!fleet.stdout.contains("S3CRET") && !fleet.stderr.contains("S3CRET"), "{}\n{}", fleet.stdout, fleet.stderr);
+    let v: Value = fleet.json();
+    let error = v["contexts"][0]["error"].as_str().unwrap_or_default();
+    assert!(error.contains("https://admin:***@127.0.0.1:1"), "{}", fleet.stdout);
+    // kubectl's errors redact it the same way (Go's net/http client); with a token, so that it
+    // does not prompt for a user name.
+    let k = measured(&["-s", url, "--token", "t", "--request-timeout", "5s", "get", "lease", "-A"], &[]).run;
+    assert_eq!(k.code, 1, "{}", k.stderr);
+    assert!(!k.stderr.contains("S3CRET") && k.stderr.contains("admin:***@127.0.0.1:1"), "kubectl:\n{}", k.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A copy of the shared cluster's kubeconfig, changed by `kubectl config ARGS`.
+fn kubeconfig_copy(c: &Cluster, dir: &Path, name: &str, change: &[&str]) -> PathBuf {
+    let path = dir.join(name);
+    let text = c.kubectl_ok(&["config", "view", "--raw"], None);
+    std::fs::write(&path, text).unwrap();
+    let user = c.kubectl_ok(&["config", "view", "--minify", "-o", "jsonpath={.contexts[0].context.user}"], None);
+    let mut args =
+        vec!["--kubeconfig".to_string(), path.display().to_string(), "config".into(), "set-credentials".into(), user];
+    args.extend(change.iter().map(|s| s.to_string()));
+    let out = Command::new("kubectl").args(&args).env_remove("KUBECONFIG").output().unwrap();
+    assert!(out.status.success(), "kubectl config set-credentials: {}", String::from_utf8_lossy(&out.stderr));
+    path
+}
+
+/// `kubectl ARGS` (the plugin or kubectl's own verbs) on kubeconfig `path`.
+fn on(path: &Path, args: &[&str]) -> Run {
+    measured(args, &[("KUBECONFIG", path.to_str().unwrap())]).run
+}
+
+#[test]
+fn a_token_with_a_line_break_is_refused_as_kubectl_refuses_it() {
+    let c = Cluster::shared();
+    let dir = std::env::temp_dir().join(unique("dispatch-bounds-token"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let want = "net/http: invalid header field value for \"Authorization\": the token holds a line break";
+    // --token with a trailing line break.
+    let plain = kubeconfig_copy(c, &dir, "plain", &[]);
+    on(&plain, &["dispatch", "--token", "abc\n", "lease"]).expect_one_error(want);
+    let k = on(&plain, &["--token", "abc\n", "get", "lease", "-A"]);
+    assert_eq!(k.code, 1, "kubectl:\n{}", k.stderr);
+    assert!(k.stderr.contains("invalid header field value for \"Authorization\""), "kubectl:\n{}", k.stderr);
+    // A kubeconfig `token: |` block (kubectl writes one for a token that ends in a line break).
+    let block = kubeconfig_copy(c, &dir, "block", &["--token=abc\n"]);
+    assert!(std::fs::read_to_string(&block).unwrap().contains("token: |"), "a block scalar");
+    on(&block, &["dispatch", "lease"]).expect_one_error(want);
+    on(&block, &["dispatch", "gate"]).expect_one_error(want);
+    let k = on(&block, &["get", "lease", "-A"]);
+    assert_eq!(k.code, 1, "kubectl:\n{}", k.stderr);
+    assert!(k.stderr.contains("invalid header field value for \"Authorization\""), "kubectl:\n{}", k.stderr);
+    // An impersonation value, likewise.
+    on(&plain, &["dispatch", "--as", "a\nb", "lease"])
+        .expect_one_error("invalid header field value for \"Impersonate-User\"");
+    let k = on(&plain, &["--as", "a\nb", "get", "lease", "-A"]);
+    assert_eq!(k.code, 1, "kubectl:\n{}", k.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_removed_auth_providers_are_refused_with_kubectls_words() {
+    let c = Cluster::shared();
+    let dir = std::env::temp_dir().join(unique("dispatch-bounds-provider"));
+    std::fs::create_dir_all(&dir).unwrap();
+    for name in ["gcp", "azure"] {
+        // A cmd-path that would hang: it is never run.
+        let path = kubeconfig_copy(
+            c,
+            &dir,
+            name,
+            &[
+                &format!("--auth-provider={name}"),
+                "--auth-provider-arg=cmd-path=/bin/sleep",
+                "--auth-provider-arg=cmd-args=600",
+            ],
+        );
+        let first = format!("The {name} auth plugin has been removed.");
+        let ours = on(&path, &["dispatch", "lease"]);
+        ours.expect_one_error(&first);
+        assert!(
+            ours.stderr.lines().nth(1).is_some_and(|l| l.contains("kubectl/client-go credential plugin instead")),
+            "{}",
+            ours.stderr
+        );
+        let k = on(&path, &["get", "lease", "-A"]);
+        assert_eq!(k.code, 1, "kubectl:\n{}", k.stderr);
+        assert!(k.stderr.contains(&first), "kubectl:\n{}", k.stderr);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_exec_plugin_that_writes_without_end_is_stopped_at_its_bound() {
+    let c = Cluster::shared();
+    let dir = std::env::temp_dir().join(unique("dispatch-bounds-exec"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = |name: &str, body: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, format!("#!/usr/bin/env bash\n{body}\n")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p.display().to_string()
+    };
+    let cases = [
+        ("stdout", script("stdout", "exec yes"), "its standard output passed 1 MiB, the bound on it"),
+        (
+            "stderr",
+            script("stderr", "exec yes x | tr -d '\\n' >&2"),
+            "its standard error line passed 64 KiB, the bound on it",
+        ),
+    ];
+    for (name, command, want) in cases {
+        // The cluster's entry, and a user with this exec plugin only.
+        let text = c.kubectl_ok(&["config", "view", "--raw", "--minify", "-o", "json"], None);
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let exec =
+            json!({"apiVersion": "client.authentication.k8s.io/v1", "command": command, "interactiveMode": "Never"});
+        let kubeconfig = json!({"apiVersion": "v1", "kind": "Config", "current-context": "x",
+            "clusters": [{"name": "x", "cluster": v["clusters"][0]["cluster"]}],
+            "users": [{"name": "x", "user": {"exec": exec}}],
+            "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}]});
+        let path = dir.join(format!("{name}.kubeconfig"));
+        std::fs::write(&path, kubeconfig.to_string()).unwrap();
+        let m = measured(&["dispatch", "lease"], &[("KUBECONFIG", path.to_str().unwrap())]);
+        m.run.expect_one_error(want);
+        within_memory(&m, &format!("exec {name}"));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn in_a_fleet_an_endless_context_is_reported_as_such_and_the_rest_print() {
+    let c = Cluster::shared();
+    let s = Scenario::new("bounds-fleet");
+    c.apply(&s.healthy_yaml());
+    let endless = Hostile::start("continue-new");
+    let text = c.kubectl_ok(&["config", "view", "--raw", "--minify", "-o", "json"], None);
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let good = |name: &str| {
+        (
+            json!({"name": name, "cluster": v["clusters"][0]["cluster"]}),
+            json!({"name": name, "user": v["users"][0]["user"]}),
+            json!({"name": name, "context": {"cluster": name, "user": name}}),
+        )
+    };
+    let ((ca, ua, xa), (cb, ub, xb)) = (good("a"), good("b"));
+    let kubeconfig = json!({
+        "apiVersion": "v1", "kind": "Config", "current-context": "a",
+        "clusters": [ca, cb, {"name": "endless", "cluster": {"server": endless.url()}}],
+        "users": [ua, ub, {"name": "endless", "user": {}}],
+        "contexts": [xa, xb, {"name": "endless", "context": {"cluster": "endless", "user": "endless"}}],
+    });
+    let dir = std::env::temp_dir().join(unique("dispatch-bounds-fleet"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("config");
+    std::fs::write(&path, kubeconfig.to_string()).unwrap();
+    let args = s.args("gate", &["--context", "a", "--context", "endless", "--context", "b", "-A"]);
+    let mut full = vec!["dispatch"];
+    full.extend(args);
+    let table = on(&path, &full);
+    table.expect_code(1);
+    let rows: Vec<Vec<&str>> = table.lines().iter().map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows[1][..3], ["a", s.cq.as_str(), "yes"], "{}", table.stdout);
+    assert_eq!(rows[2][..3], ["endless", "<none>", "error"], "{}", table.stdout);
+    assert_eq!(rows[3][..3], ["b", s.cq.as_str(), "yes"], "{}", table.stdout);
+    // The whole reason, in JSON (the table cuts it to its column).
+    full.extend(["-o", "json"]);
+    let v = on(&path, &full).json();
+    assert_eq!(v["contexts"][0]["report"]["verdict"], "yes", "{v}");
+    assert_eq!(v["contexts"][2]["report"]["verdict"], "yes", "{v}");
+    let error = v["contexts"][1]["error"].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with("the API server's ")
+            && error.contains(" list at /apis/kueue.x-k8s.io/v1beta2/")
+            && error.ends_with("did not end within 10000 pages, the bound on one list"),
+        "{v}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
