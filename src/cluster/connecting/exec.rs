@@ -343,6 +343,7 @@ mod tests {
             (br#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{}}"#, "neither"),
             (br#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"clientCertificateData":"C"}}"#, "without clientKeyData"),
             (br#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"t","expirationTimestamp":"soon"}}"#, "expirationTimestamp"),
+            (br#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"t\n"}}"#, "its token holds a line break"),
         ];
         for (out, expected) in cases {
             let e = parse(out, V1).unwrap_err();
