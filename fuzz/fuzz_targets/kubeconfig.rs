@@ -2,8 +2,12 @@
 //! user, the flags laid over them), then taken as far as `connect` takes it before the
 //! network: the exec plugin's settings validated as before running it (the plugin is never
 //! run here), kube's config built from it, the proxy chosen (`proxy-url`, then the
-//! environment's by Go's rules), and the TLS settings made from its certificates. The first
-//! byte picks which connection flags are given. A value or an error, never a panic.
+//! environment's by Go's rules), the TLS settings made from its certificates, and the client
+//! built from it as `connect` builds it (its auth layers, the token and impersonation headers,
+//! a token file read, the auth-provider checked; no request is sent, so no network). The first
+//! byte picks which connection flags are given. A value or an error, never a panic: a token
+//! that is not a valid header value aborted the process in kube's bearer layer before the
+//! client refused it.
 //!
 //! Inputs naming `/dev`, `/proc` or `/sys` are skipped: a certificate path there (`/dev/zero`)
 //! is read as kubectl reads it, without end, which is no parser's answer.
@@ -16,7 +20,8 @@ use std::sync::LazyLock;
 use kube::client::ConfigExt;
 use kube::config::{ExecAuthCluster, KubeConfigOptions};
 use kubectl_dispatch::cluster::connecting::exec::ExecPlugin;
-use kubectl_dispatch::cluster::connecting::{kubeconfig, proxy};
+use kubectl_dispatch::cluster::connecting::server_clock::ServerClock;
+use kubectl_dispatch::cluster::connecting::{client, kubeconfig, proxy};
 use kubectl_dispatch::invocation::{ConnectionSettings, Secret};
 use libfuzzer_sys::fuzz_target;
 
@@ -77,8 +82,8 @@ fuzz_target!(|data: &[u8]| {
         let _ = plugin.validate();
         let _ = plugin.command();
     }
-    // An auth-provider may name a command (gcp's cmd-path) that kube runs for a token: not here.
-    chosen.user.auth_provider = None;
+    // The auth-provider is kept: the client refuses gcp and azure (gcp's cmd-path is a command
+    // kube would run) before kube's layers see them.
     let loaded =
         RUNTIME.block_on(kube::Config::from_custom_kubeconfig(chosen.to_kubeconfig(), &KubeConfigOptions::default()));
     let Ok(config) = loaded else { return };
@@ -87,6 +92,17 @@ fuzz_target!(|data: &[u8]| {
         "NO_PROXY" => Some("10.0.0.0/8,.svc,localhost".to_string()),
         _ => None,
     };
-    let _ = proxy::choose(chosen.cluster.proxy_url.as_deref(), &config.cluster_url, &env);
+    let chosen_proxy = proxy::choose(chosen.cluster.proxy_url.as_deref(), &config.cluster_url, &env);
     let _ = config.rustls_client_config();
+    // kube's Client starts its buffer's worker on the runtime: built inside it, and dropped
+    // before the next input (no request is ever sent).
+    let route = client::Route {
+        proxy: chosen_proxy.ok().flatten(),
+        request_timeout: None,
+        exec: None,
+        server_clock: ServerClock::default(),
+    };
+    RUNTIME.block_on(async move {
+        let _ = client::build(config, route);
+    });
 });
