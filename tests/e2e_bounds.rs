@@ -319,6 +319,14 @@ fn in_a_fleet_an_endless_context_is_reported_as_such_and_the_rest_print() {
     let c = Cluster::shared();
     let s = Scenario::new("bounds-fleet");
     c.apply(&s.healthy_yaml());
+    // A Lease of an hour, so the good contexts stay "yes" however long the endless one takes.
+    c.apply(&support::fixtures::lease(
+        &s.lease_ns,
+        &s.lease_name,
+        Some("dispatch-admission-7d9f_1"),
+        Some(2),
+        Some(3600),
+    ));
     let endless = Hostile::start("continue-new");
     let text = c.kubectl_ok(&["config", "view", "--raw", "--minify", "-o", "json"], None);
     let v: Value = serde_json::from_str(&text).unwrap();
