@@ -33,6 +33,11 @@ const usage = `usage:
         retry-after    503, Retry-After: 10000000000000000000 (20 digits) and a Status
         endless        200 application/json, a LeaseList whose body never ends (spaces, for ever)
         drip           200 application/json, a LeaseList one byte a second
+        odd-times      a small Kueue API (discovery, Lease GET, ClusterQueue, AdmissionCheck,
+                       LocalQueue and Workload lists: a gate that says yes) whose objects'
+                       metadata times are odd (creationTimestamp 9999-12-31T23:59:59Z, a
+                       managedFields time in year 10000), one Workload with plain times beside
+                       and one whose spec.queueName is no string
       Appends one JSON line per request to FILE: {"method","uri","host","headers"} (header
       names in canonical form, values as received). Prints one line "listening on
       127.0.0.1:PORT" once ready. Serves until SIGTERM/SIGINT or until its standard input is
