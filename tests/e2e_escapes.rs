@@ -20,10 +20,10 @@ use support::shapes::Shapes;
 use support::{Cluster, Run, with_kubeconfig};
 
 /// An OSC window title ended by BEL, a clear-screen CSI, a colour, a C1 CSI, a right-to-left
-/// override, a zero-width space, a DEL, and a CR LF followed by a line that would look like
+/// override, a zero-width space, a DEL, an Arabic letter mark, a soft hyphen, a word joiner, a
+/// tag character and a variation selector, and a CR LF followed by a line that would look like
 /// the plugin's own.
-const HOSTILE: &str =
-    "pwn\u{1b}]0;owned\u{7}\u{1b}[2J\u{1b}[31mred\u{9b}1m\u{202e}rtl\u{200b}\u{7f}\r\nerror: forged line";
+const HOSTILE: &str = "pwn\u{1b}]0;owned\u{7}\u{1b}[2J\u{1b}[31mred\u{9b}1m\u{202e}rtl\u{200b}\u{7f}\u{61c}\u{ad}\u{2060}\u{e0041}\u{fe0f}\r\nerror: forged line";
 
 /// The line the hostile text would start if printed raw.
 const FORGED: &str = "error: forged line";
@@ -34,11 +34,11 @@ fn offence(text: &str) -> Option<String> {
         .or_else(|| text.lines().find(|l| l.trim_start().starts_with(FORGED)).map(|l| format!("a forged line: {l:?}")))
 }
 
-/// The first control, bidi or zero-width character in `text` but line breaks and tabs.
+/// The first control, bidi or invisible character (the sanitizer's set) in `text` but line
+/// breaks and tabs.
 fn control(text: &str) -> Option<String> {
     for (i, c) in text.char_indices() {
-        let bad = (c.is_control() && c != '\n' && c != '\t')
-            || matches!(c, '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}');
+        let bad = kubectl_dispatch::text::sanitize::needs_escape(c) && c != '\n' && c != '\t';
         if bad {
             let from = text[..i].char_indices().rev().nth(20).map_or(0, |(j, _)| j);
             return Some(format!("raw {c:?} at byte {i}, after {:?}", &text[from..i]));

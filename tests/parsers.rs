@@ -62,9 +62,11 @@ proptest! {
         renew in time_text(),
         acquire in time_text(),
         duration in any::<i64>(),
+        odd in "\\PC{0,30}",
     ) {
+        // The metadata's times are never read: any text there leaves the Lease readable.
         let text = json!({
-            "metadata": {"name": "l", "namespace": "n"},
+            "metadata": {"name": "l", "namespace": "n", "creationTimestamp": odd, "managedFields": [{"time": renew}]},
             "spec": {"holderIdentity": "h", "renewTime": renew, "acquireTime": acquire, "leaseDurationSeconds": duration},
         })
         .to_string();
@@ -86,9 +88,11 @@ proptest! {
         at in time_text(),
         requeue in any::<i64>(),
         retries in any::<i64>(),
+        odd in "\\PC{0,30}",
     ) {
         let text = json!({
-            "metadata": {"name": "w", "namespace": "n"},
+            "metadata": {"name": "w", "namespace": "n", "creationTimestamp": at, "deletionTimestamp": odd,
+                "managedFields": [{"manager": "m", "time": odd}]},
             "spec": {"queueName": "lq", "active": true},
             "status": {
                 "conditions": [{"type": "QuotaReserved", "status": "True", "lastTransitionTime": at}],

@@ -29,6 +29,7 @@ use crate::cluster::reading::fetch;
 use crate::exit::Exit;
 use crate::invocation::ConnectionSettings;
 use crate::log::Log;
+use crate::text::sanitize::needs_escape;
 use crate::text::terminal::LineSink;
 
 /// The name kubectl looks for on PATH to complete `kubectl dispatch`.
@@ -332,16 +333,17 @@ struct Candidates {
 }
 
 impl Candidates {
-    /// Adds `value` if it starts with `prefix`. Nothing with a control character gets out:
-    /// names from a kubeconfig or a cluster must not reach the shell as more than one line.
+    /// Adds `value` if it starts with `prefix`. Nothing the sanitizer escapes gets out (a
+    /// control, bidi or invisible character, [`needs_escape`]): names from a kubeconfig or a
+    /// cluster must not reach the shell as more than one line, nor look like another name.
     fn push(&mut self, value: &str, help: Option<String>, prefix: &str) {
-        if !value.starts_with(prefix) || value.chars().any(char::is_control) || self.seen.iter().any(|s| s == value) {
+        if !value.starts_with(prefix) || value.chars().any(needs_escape) || self.seen.iter().any(|s| s == value) {
             return;
         }
         self.seen.push(value.to_string());
         self.text.push_str(value);
         if let Some(help) = help.as_deref().and_then(|h| h.lines().next()).filter(|h| !h.is_empty()) {
-            let help: String = help.chars().filter(|c| !c.is_control()).collect();
+            let help: String = help.chars().filter(|&c| !needs_escape(c)).collect();
             self.text.push('\t');
             self.text.push_str(&help);
         }
@@ -421,7 +423,13 @@ mod tests {
                 "cluster-queue" => {
                     Some(vec![format!("cq-{}", connection.context.as_deref().unwrap_or("current")), "team-b".into()])
                 }
-                "namespace" => Some(vec!["default".into(), "ml\nevil".into(), "kube-system".into()]),
+                "namespace" => Some(vec![
+                    "default".into(),
+                    "ml\nevil".into(),
+                    "kube-\u{202e}metsys".into(),
+                    "kube-system\u{e0041}".into(),
+                    "kube-system".into(),
+                ]),
                 "workload" => {
                     let ns = connection.namespace.as_deref().unwrap_or("current");
                     Some(vec![format!("job-{ns}-1"), format!("job-{ns}-2"), "other".into()])
@@ -455,7 +463,7 @@ mod tests {
         assert_eq!(values(&complete(&["gate", "--context", "viewer", "--cluster-queue", "c"])), ["cq-viewer", ":4"]);
         assert_eq!(values(&complete(&["--context", "v"])), ["viewer", ":4"]);
         assert_eq!(values(&complete(&["gate", "--context=a"])), ["--context=admin", ":4"]);
-        // A name with a control character never reaches the shell.
+        // A name with a control, bidi or invisible character never reaches the shell.
         assert_eq!(values(&complete(&["gate", "-n", ""])), ["default", "kube-system", ":4"]);
         // gate's -n before the verb, as kubectl takes flags before or after it.
         assert_eq!(values(&complete(&["-n", "k"])), ["kube-system", ":4"]);

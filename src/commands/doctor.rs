@@ -83,8 +83,9 @@ async fn kueue_served(conn: &Connection, namespace: Option<&str>, log: &Log) -> 
 }
 
 pub async fn run(conn: &Connection, opts: &DoctorOptions<'_>, deps: &mut Deps<'_>) -> Result<Exit, Error> {
-    let now = deps.clock.now();
     let facts = collect(conn, opts, deps.log).await?;
+    // After every read, the Lease's among them, as the gate reads it (docs/gate.md).
+    let now = deps.clock.now();
     let report = doctor::evaluate(opts.lease, &facts, now);
     let run = DoctorRun { report, context: conn.context.clone(), now };
     if opts.rbac {

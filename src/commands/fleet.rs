@@ -199,8 +199,9 @@ async fn read_and_judge(
         selector: opts.selector,
         sort_by: opts.sort_by,
     };
-    let now = clock.now();
     let collected = gate::collect_discovered(conn, kueue, &gate_opts, log).await.map_err(|e| e.to_string())?;
+    // After the reads, the Lease's among them, as the one-shot gate reads it (docs/gate.md).
+    let now = clock.now();
     Ok(gate::judge(collected, &gate_opts, &conn.namespace, now))
 }
 

@@ -180,9 +180,11 @@ pub fn warnings(
 }
 
 pub async fn run(conn: &Connection, opts: &GateOptions<'_>, deps: &mut Deps<'_>) -> Result<Exit, Error> {
-    // `now` is read once, as the reads start: a long Workload list must not age the Lease.
-    let now = deps.clock.now();
     let collected = collect(conn, opts, deps.log).await?;
+    // `now` is read once, when every read has answered (the Lease's among them): a yes must
+    // hold when it is said, so the time the reads took (a slow answer, a `Retry-After` wait)
+    // counts in the Lease's age, as `lease` counts it (docs/gate.md, "When `now` is read").
+    let now = deps.clock.now();
     let run = judge(collected, opts, &conn.namespace, now);
     for w in &run.warnings {
         deps.warn(w);

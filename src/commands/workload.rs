@@ -87,9 +87,10 @@ pub async fn run(
     output: Output,
     deps: &mut Deps<'_>,
 ) -> Result<Exit, Error> {
-    let now = deps.clock.now();
     let holder_pod = output.format != crate::invocation::Format::Table;
     let (input, kueue_warning, server_date) = collect(conn, name, settings, holder_pod, deps.log).await?;
+    // After every read, the Lease's among them, as the gate reads it (docs/gate.md).
+    let now = deps.clock.now();
     let explanation = workload::explain(settings, &input, now);
     let mut warnings: Vec<String> = kueue_warning.into_iter().collect();
     warnings.extend(server_date.and_then(|(server, local)| skew::server_clock(Some(server), local)));

@@ -28,7 +28,7 @@ pub fn go_duration(d: std::time::Duration) -> String {
         return format!("{ms}ms");
     }
     if ms.is_multiple_of(1000) || ms >= 60_000 {
-        return go_seconds(d.as_secs() as i64);
+        return go_seconds(i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
     }
     let text = format!("{}.{:03}", ms / 1000, ms % 1000);
     format!("{}s", text.trim_end_matches('0'))

@@ -4,7 +4,8 @@
 //! [`Cutter`] passes TLS through untouched and can cut every open connection at once, as a
 //! network that drops them does, while the API server keeps running.
 //! [`Pager`] sits in front of `kubectl proxy` (plain HTTP), sees each request line, and runs a
-//! hook once, before the first request that carries a list's `continue` token is passed on.
+//! hook once, before the first request that carries a list's `continue` token (or, with
+//! [`Pager::start_before`], the first request a test chooses) is passed on.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -105,6 +106,16 @@ pub struct Pager {
 
 impl Pager {
     pub fn start(c: &Cluster, before_continue: impl FnOnce() + Send + 'static) -> Pager {
+        Pager::start_before(c, |request| request.contains("continue="), before_continue)
+    }
+
+    /// As [`Pager::start`], with `hook` run once just before the first request whose request
+    /// line `chosen` picks goes on (a hook that sleeps makes that one answer slow).
+    pub fn start_before(
+        c: &Cluster,
+        chosen: impl Fn(&str) -> bool + Send + Sync + 'static,
+        hook: impl FnOnce() + Send + 'static,
+    ) -> Pager {
         let mut proxy = c
             .command("kubectl", &["proxy", "--port=0", "--address=127.0.0.1"])
             .stdin(Stdio::null())
@@ -117,11 +128,12 @@ impl Pager {
         let addr = listener.local_addr().unwrap().to_string();
         let requests: Arc<Mutex<Vec<String>>> = Arc::default();
         let seen = requests.clone();
-        let hook: Hook = Arc::new(Mutex::new(Some(Box::new(before_continue))));
+        let hook: Hook = Arc::new(Mutex::new(Some(Box::new(hook))));
+        let chosen: Chosen = Arc::new(chosen);
         std::thread::spawn(move || {
             for client in listener.incoming().map_while(Result::ok) {
-                let (upstream, seen, hook) = (upstream.clone(), seen.clone(), hook.clone());
-                std::thread::spawn(move || serve(client, &upstream, &seen, &hook));
+                let (upstream, seen, hook, chosen) = (upstream.clone(), seen.clone(), hook.clone(), chosen.clone());
+                std::thread::spawn(move || serve(client, &upstream, &seen, (&*chosen, &hook)));
             }
         });
         Pager { proxy, addr, requests }
@@ -165,9 +177,11 @@ fn read_serving(stdout: std::process::ChildStdout) -> String {
 }
 
 type Hook = Arc<Mutex<Option<Box<dyn FnOnce() + Send>>>>;
+type ChosenFn = dyn Fn(&str) -> bool + Send + Sync;
+type Chosen = Arc<ChosenFn>;
 
 /// One connection: one request (asked to close after its response), passed on whole.
-fn serve(mut client: TcpStream, upstream: &str, seen: &Mutex<Vec<String>>, hook: &Hook) {
+fn serve(mut client: TcpStream, upstream: &str, seen: &Mutex<Vec<String>>, (chosen, hook): (&ChosenFn, &Hook)) {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
@@ -179,7 +193,7 @@ fn serve(mut client: TcpStream, upstream: &str, seen: &Mutex<Vec<String>>, hook:
     let text = String::from_utf8_lossy(&head).into_owned();
     let mut lines = text.split("\r\n");
     let request = lines.next().unwrap_or_default().to_string();
-    if request.contains("continue=")
+    if chosen(&request)
         && let Some(run) = hook.lock().unwrap().take()
     {
         run();

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroup;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, ListParams, ObjectList};
+use kube::api::{Api, ListParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde::de::DeserializeOwned;
 
@@ -401,11 +401,18 @@ where
                 self.endless(&token)?;
                 self.asked = Some(self.ask(params.continue_token(&token)));
             }
-            let decoded = tokio::task::spawn_blocking(move || serde_json::from_str::<ObjectList<K>>(&text))
+            let kind = self.what.strip_suffix('s').unwrap_or(self.what).to_string();
+            let decoded = tokio::task::spawn_blocking(move || wire::decode_page::<K>(&text, &kind))
                 .await
                 .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
             return match decoded {
-                Ok(page) => Ok(Some(Page { items: page.items, restarted })),
+                Ok((items, unreadable)) => {
+                    // Said once, as the page is read; the object is left out of the run.
+                    for line in unreadable {
+                        self.log.stderr().ours(&format!("Warning: {}", crate::text::sanitize::escape(&line)));
+                    }
+                    Ok(Some(Page { items, restarted }))
+                }
                 Err(e) => {
                     self.asked = None;
                     self.failed(kube::Error::SerdeError(e))

@@ -106,7 +106,9 @@ pub fn pod_facts(pod: &Pod) -> PodFacts {
         phase: status.phase,
         node: pod.spec.as_ref().and_then(|s| s.node_name.clone()).filter(|n| !n.is_empty()),
         ready,
-        restarts: containers.iter().map(|c| c.restart_count).sum(),
+        // The kubelet's counts, summed without wrapping: a pod that says i32::MAX restarts in
+        // two containers restarts i32::MAX times, not a negative number.
+        restarts: containers.iter().fold(0i32, |sum, c| sum.saturating_add(c.restart_count)),
         last_termination,
         waiting,
     }
@@ -120,4 +122,31 @@ pub fn node_facts(name: &str, node: &Node) -> NodeFacts {
         .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
         .map(|c| (c.status.clone(), c.reason.clone().filter(|r| !r.is_empty())));
     NodeFacts { name: name.into(), ready }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restart_counts_at_the_extremes_saturate_rather_than_wrap() {
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p"},
+            "status": {"containerStatuses": [
+                {"name": "a", "image": "i", "imageID": "", "ready": true, "restartCount": i32::MAX},
+                {"name": "b", "image": "i", "imageID": "", "ready": true, "restartCount": 7},
+            ]}
+        }))
+        .unwrap();
+        assert_eq!(pod_facts(&pod).restarts, i32::MAX);
+        let one: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p"},
+            "status": {"containerStatuses": [
+                {"name": "a", "image": "i", "imageID": "", "ready": true, "restartCount": 3},
+                {"name": "b", "image": "i", "imageID": "", "ready": true, "restartCount": 4},
+            ]}
+        }))
+        .unwrap();
+        assert_eq!(pod_facts(&one).restarts, 7);
+    }
 }

@@ -1,10 +1,16 @@
 //! Kueue's objects on the wire: lenient serde types holding only what the core reads, so a
 //! page of Workloads is parsed without building their pod templates. They read both API
-//! versions; unknown fields are skipped.
+//! versions; unknown fields are skipped. Their metadata is read leniently too ([`WireObject`]):
+//! the plugin reads no time there, so an odd one (a `creationTimestamp` past year 9999, a
+//! managedFields time that is no time) never makes an object, or the list it came in,
+//! unreadable.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use kube::core::object::{NotUsed, Object};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::core::object::NotUsed;
+use kube::core::{ApiResource, DynamicResourceScope};
 use serde::Deserialize;
 
 use k8s_openapi::jiff::Timestamp;
@@ -13,14 +19,130 @@ use crate::core::kueue::{AdmissionCheck, CheckRule, CheckState, ClusterQueue, Co
 use crate::core::lease::LeaseFacts;
 use crate::core::workload::{CheckDetail, PodSetUpdate, WorkloadFacts};
 
-pub type WireClusterQueue = Object<ClusterQueueSpec, ClusterQueueStatus>;
-pub type WireAdmissionCheck = Object<AdmissionCheckSpec, AdmissionCheckStatus>;
-pub type WireLocalQueue = Object<LocalQueueSpec, NotUsed>;
-pub type WireWorkload = Object<WorkloadSpec, WorkloadStatus>;
+/// A Kubernetes object as the plugin reads it: kube's `Object` (its spec and status as the
+/// types below read them), with metadata read leniently: only the names, labels, annotations,
+/// UID, generation and resourceVersion are kept, so no time in the metadata is parsed (kube's
+/// `ObjectMeta` parses `creationTimestamp`, `deletionTimestamp` and every managedFields
+/// `time` strictly, and one that jiff cannot hold fails the whole list it came in).
+#[derive(Debug, Clone, Deserialize)]
+pub struct WireObject<P, U> {
+    #[serde(deserialize_with = "lenient_meta")]
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub spec: P,
+    #[serde(default = "none")]
+    pub status: Option<U>,
+}
+
+fn none<U>() -> Option<U> {
+    None
+}
+
+/// The metadata fields the plugin (and kube's watcher) read; the others are skipped unread.
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct LenientMeta {
+    name: Option<String>,
+    generate_name: Option<String>,
+    namespace: Option<String>,
+    uid: Option<String>,
+    resource_version: Option<String>,
+    generation: Option<i64>,
+    labels: Option<BTreeMap<String, String>>,
+    annotations: Option<BTreeMap<String, String>>,
+}
+
+fn lenient_meta<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Error> {
+    let m = Option::<LenientMeta>::deserialize(d)?.unwrap_or_default();
+    Ok(ObjectMeta {
+        name: m.name,
+        generate_name: m.generate_name,
+        namespace: m.namespace,
+        uid: m.uid,
+        resource_version: m.resource_version,
+        generation: m.generation,
+        labels: m.labels,
+        annotations: m.annotations,
+        ..ObjectMeta::default()
+    })
+}
+
+impl<P: Clone, U: Clone> kube::Resource for WireObject<P, U> {
+    type DynamicType = ApiResource;
+    type Scope = DynamicResourceScope;
+
+    fn group(dt: &ApiResource) -> Cow<'_, str> {
+        dt.group.as_str().into()
+    }
+
+    fn version(dt: &ApiResource) -> Cow<'_, str> {
+        dt.version.as_str().into()
+    }
+
+    fn kind(dt: &ApiResource) -> Cow<'_, str> {
+        dt.kind.as_str().into()
+    }
+
+    fn plural(dt: &ApiResource) -> Cow<'_, str> {
+        dt.plural.as_str().into()
+    }
+
+    fn api_version(dt: &ApiResource) -> Cow<'_, str> {
+        dt.api_version.as_str().into()
+    }
+
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+pub type WireClusterQueue = WireObject<ClusterQueueSpec, ClusterQueueStatus>;
+pub type WireAdmissionCheck = WireObject<AdmissionCheckSpec, AdmissionCheckStatus>;
+pub type WireLocalQueue = WireObject<LocalQueueSpec, NotUsed>;
+pub type WireWorkload = WireObject<WorkloadSpec, WorkloadStatus>;
 /// A Lease as the plugin reads it: k8s-openapi's fields, with times that may lie past the last
 /// instant jiff holds (`9999-12-30T22:00:00Z`), which the apiserver stores and serves (the
 /// Kueue types' condition and check times are read the same way).
-pub type WireLease = Object<LeaseSpec, NotUsed>;
+pub type WireLease = WireObject<LeaseSpec, NotUsed>;
+
+/// One page of a list: its objects, and a line for each one that could not be read (its kind,
+/// namespace and name, and why), which is left out. The page is read whole first; only when
+/// that fails is it read again object by object, so one odd object costs the others nothing.
+/// A page that is no list at all stays an error.
+pub fn decode_page<K: serde::de::DeserializeOwned + Clone>(
+    text: &str,
+    kind: &str,
+) -> Result<(Vec<K>, Vec<String>), serde_json::Error> {
+    let whole = match serde_json::from_str::<kube::core::ObjectList<K>>(text) {
+        Ok(page) => return Ok((page.items, Vec::new())),
+        Err(e) => e,
+    };
+    #[derive(Deserialize)]
+    struct Items {
+        items: Vec<serde_json::Value>,
+    }
+    let Ok(Items { items }) = serde_json::from_str::<Items>(text) else { return Err(whole) };
+    let (mut read, mut unreadable) = (Vec::new(), Vec::new());
+    for item in items {
+        let at = |field: &str| item["metadata"][field].as_str().unwrap_or_default().to_string();
+        let name = match (at("namespace"), at("name")) {
+            (ns, name) if ns.is_empty() => format!("{kind} {name:?}"),
+            (ns, name) => format!("{kind} {ns}/{name}"),
+        };
+        match serde_json::from_value::<K>(item) {
+            Ok(k) => read.push(k),
+            Err(e) => unreadable.push(format!("cannot read {name}, left out: {e}")),
+        }
+    }
+    if unreadable.is_empty() {
+        return Err(whole);
+    }
+    Ok((read, unreadable))
+}
 
 /// Leases, for `Api::namespaced_with`.
 pub fn lease_resource() -> kube::core::ApiResource {
@@ -190,11 +312,11 @@ impl WireToleration {
     }
 }
 
-fn name_of<P: Clone, U: Clone>(o: &Object<P, U>) -> String {
+fn name_of<P: Clone, U: Clone>(o: &WireObject<P, U>) -> String {
     o.metadata.name.clone().unwrap_or_default()
 }
 
-fn namespace_of<P: Clone, U: Clone>(o: &Object<P, U>) -> String {
+fn namespace_of<P: Clone, U: Clone>(o: &WireObject<P, U>) -> String {
     o.metadata.namespace.clone().unwrap_or_default()
 }
 
@@ -327,5 +449,44 @@ mod tests {
         assert!(parse_time("yesterday").is_err());
         let empty: WireLease = serde_json::from_str(r#"{"metadata":{},"spec":{}}"#).unwrap();
         assert_eq!(LeaseFacts::from(&empty), LeaseFacts::default());
+        let bare: WireLease = serde_json::from_str(r#"{"metadata":{"name":"l"}}"#).unwrap();
+        assert_eq!(LeaseFacts::from(&bare), LeaseFacts::default());
+        assert_eq!(LeaseFacts::from(&empty), LeaseFacts::default());
+    }
+
+    #[test]
+    fn odd_times_in_metadata_leave_the_object_and_its_list_readable() {
+        let odd = r#"{"metadata":{"name":"w","namespace":"ns","uid":"u","resourceVersion":"7",
+            "annotations":{"a":"b"},"labels":{"l":"v"},
+            "creationTimestamp":"9999-12-31T23:59:59Z","deletionTimestamp":"yesterday",
+            "managedFields":[{"manager":"m","operation":"Update","time":"10000-01-01T00:00:00Z"}]},
+            "spec":{"queueName":"lq"},"status":{"conditions":[]}}"#;
+        // kube's ObjectMeta refuses it: one such Workload failed the whole list.
+        assert!(serde_json::from_str::<kube::core::object::Object<WorkloadSpec, WorkloadStatus>>(odd).is_err());
+        let page = format!(r#"{{"apiVersion":"v1","kind":"List","metadata":{{}},"items":[{odd},{odd}]}}"#);
+        let list: kube::core::ObjectList<WireWorkload> = serde_json::from_str(&page).unwrap();
+        assert_eq!(list.items.len(), 2);
+        let w = &list.items[0];
+        assert_eq!((w.metadata.name.as_deref(), w.metadata.namespace.as_deref()), (Some("w"), Some("ns")));
+        assert_eq!(w.metadata.resource_version.as_deref(), Some("7"));
+        assert_eq!(w.metadata.annotations.as_ref().and_then(|a| a.get("a")).map(String::as_str), Some("b"));
+        assert_eq!(w.metadata.creation_timestamp, None);
+        assert_eq!(workload(w).queue_name.as_deref(), Some("lq"));
+    }
+
+    #[test]
+    fn one_unreadable_object_is_left_out_and_said_the_rest_are_read() {
+        let good = r#"{"metadata":{"name":"ok","namespace":"ns"},"spec":{"queueName":"lq"}}"#;
+        let bad = r#"{"metadata":{"name":"bad","namespace":"ns"},"spec":{"queueName":["not","text"]}}"#;
+        let page = format!(r#"{{"metadata":{{}},"items":[{good},{bad},{good}]}}"#);
+        let (read, said) = decode_page::<WireWorkload>(&page, "Workload").unwrap();
+        assert_eq!(read.len(), 2);
+        assert_eq!(said.len(), 1);
+        assert!(said[0].starts_with("cannot read Workload ns/bad, left out: "), "{said:?}");
+        // A whole page decodes at once, and what is no list stays an error.
+        let fine = format!(r#"{{"metadata":{{}},"items":[{good}]}}"#);
+        assert_eq!(decode_page::<WireWorkload>(&fine, "Workload").unwrap().0.len(), 1);
+        assert!(decode_page::<WireWorkload>("{\"items\":7}", "Workload").is_err());
+        assert!(decode_page::<WireWorkload>("not json", "Workload").is_err());
     }
 }

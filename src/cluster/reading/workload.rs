@@ -92,9 +92,17 @@ struct PendingWorkloadsSummary {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 struct PendingWorkload {
-    metadata: kube::core::ObjectMeta,
+    metadata: PendingMeta,
     position_in_cluster_queue: i32,
     position_in_local_queue: i32,
+}
+
+/// Only the name: kube's `ObjectMeta` would parse every time in the metadata strictly, and one
+/// that jiff cannot hold would leave the whole summary unread.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+struct PendingMeta {
+    name: Option<String>,
 }
 
 /// The versions of Kueue's visibility API to read, chosen from discovery as Kueue's own are
@@ -173,4 +181,21 @@ pub async fn position(
         }
     }
     last
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pending_workload_with_odd_metadata_times_is_still_placed() {
+        let text = r#"{"items":[{"metadata":{"name":"w","creationTimestamp":"9999-12-31T23:59:59Z",
+            "managedFields":[{"time":"no time"}]},"positionInClusterQueue":3,"positionInLocalQueue":1}]}"#;
+        let summary: PendingWorkloadsSummary = serde_json::from_str(text).unwrap();
+        let w = &summary.items[0];
+        assert_eq!(
+            (w.metadata.name.as_deref(), w.position_in_cluster_queue, w.position_in_local_queue),
+            (Some("w"), 3, 1)
+        );
+    }
 }

@@ -79,7 +79,7 @@ where
         .boxed()
 }
 
-fn key<P: Clone, U: Clone>(o: &kube::core::object::Object<P, U>) -> Key {
+fn key<P: Clone, U: Clone>(o: &crate::cluster::reading::wire::WireObject<P, U>) -> Key {
     (o.metadata.namespace.clone().unwrap_or_default(), o.metadata.name.clone().unwrap_or_default())
 }
 

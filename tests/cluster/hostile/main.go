@@ -44,6 +44,11 @@ const usage = `usage:
         continue-same  Kueue's API group in discovery (v1beta2); every list (a request with
                        limit=) an empty page whose continue token is always "again"; else 404
         continue-new   the same, with a new continue token on every page, for ever
+        odd-times      a small Kueue API (discovery, Lease GET, ClusterQueue, AdmissionCheck,
+                       LocalQueue and Workload lists: a gate that says yes) whose objects'
+                       metadata times are odd (creationTimestamp 9999-12-31T23:59:59Z, a
+                       managedFields time in year 10000), one Workload with plain times beside
+                       and one whose spec.queueName is no string
       Appends one JSON line per request to FILE: {"method","uri","host","headers"} (header
       names in canonical form, values as received). Prints one line "listening on
       127.0.0.1:PORT" once ready. Serves until SIGTERM/SIGINT or until its standard input is
