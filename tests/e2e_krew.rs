@@ -11,6 +11,9 @@
 
 mod support;
 
+#[path = "support/release.rs"]
+mod release;
+
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -146,19 +149,16 @@ fn krew_validates_installs_runs_and_uninstalls_the_release() {
     std::os::unix::fs::symlink(&krew, krew_bin.join("kubectl-krew")).expect("symlink kubectl-krew");
 
     // The release command, as a release is made: build this machine's binary, pack it, render.
-    let dist = work.join("dist");
-    let release = must(
-        "scripts/release",
-        output({
-            let mut cmd = Command::new(repo().join("scripts/release"));
-            cmd.arg("--out").arg(&dist);
-            cmd
-        }),
-    );
+    // It is HEAD's release build in a checkout of its own, the one tests/release_reproducible.rs
+    // compares with a second (release::head_build: made once per commit by whichever test runs
+    // first), so the suite builds the release twice rather than three times.
+    let head = release::head_build();
+    eprintln!("the release build of HEAD: {}", if head.fresh { "built now" } else { "kept from an earlier test" });
+    let dist = head.dist.clone();
     let (os, arch) = host_platform();
     let archive = dist.join(format!("kubectl-dispatch-{os}-{arch}.tar.gz"));
     let manifest = dist.join("krew/dispatch.yaml");
-    assert!(archive.is_file() && manifest.is_file(), "{}", release.stderr);
+    assert!(archive.is_file() && manifest.is_file(), "{}", head.built.stderr);
     let rendered = std::fs::read_to_string(&manifest).expect("manifest");
     assert_eq!(rendered.matches("- selector:").count(), 1, "only the platform built:\n{rendered}");
 
@@ -169,8 +169,10 @@ fn krew_validates_installs_runs_and_uninstalls_the_release() {
     // them). The release workflow (.github/workflows/release.yml) builds the real ones. The
     // validator gets this fresh rendering, never the committed krew/dispatch.yaml, whose hashes
     // are the last release run's archives (tests/krew_manifest.rs checks the rest of it).
-    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo().join("target"));
-    let binary = target.join("release/kubectl-dispatch");
+    let binary = work.join("release-binary/kubectl-dispatch");
+    std::fs::create_dir_all(binary.parent().expect("folder")).expect("mkdir");
+    std::fs::write(&binary, &head.built.binary).expect("the release binary");
+    std::fs::set_permissions(&binary, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
     let served_dir = work.join("served");
     std::fs::create_dir_all(&served_dir).expect("mkdir");
     let (base, served) = serve(served_dir.clone());
