@@ -8,6 +8,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use support::Cluster;
+use support::kubectls::each_kubectl;
 use support::shapes::{Shapes, both_fail, both_work};
 
 const V1: &str = "client.authentication.k8s.io/v1";
@@ -16,68 +17,81 @@ const NEVER: &str = "      interactiveMode: Never\n";
 
 #[test]
 fn exec_plugins_v1_and_v1beta1_that_return_a_client_certificate_or_a_token() {
-    let s = Shapes::new(Cluster::shared());
-    for (api, mode) in [(V1, NEVER), (V1BETA1, ""), (V1, "      interactiveMode: IfAvailable\n")] {
-        let kc = s.kubeconfig("exec-cert", &s.cluster(), &s.exec_user("exec-cert", api, mode, &[]));
+    each_kubectl(|_kubectl| {
+        let s = Shapes::new(Cluster::shared());
+        for (api, mode) in [(V1, NEVER), (V1BETA1, ""), (V1, "      interactiveMode: IfAvailable\n")] {
+            let kc = s.kubeconfig("exec-cert", &s.cluster(), &s.exec_user("exec-cert", api, mode, &[]));
+            let (k, ours) = s.side_by_side(&kc, &[], &[]);
+            both_work(&k, &ours);
+        }
+        // A plugin that returns a bearer token: the harness's static-token user, viewer's rights.
+        let token_file = Cluster::shared().env["DISPATCH_TEST_TOKEN_FILE"].clone();
+        let kc = s.kubeconfig(
+            "exec-token",
+            &s.cluster(),
+            &s.exec_user("exec-token", V1, NEVER, &[("TOKEN_FILE", &token_file)]),
+        );
         let (k, ours) = s.side_by_side(&kc, &[], &[]);
         both_work(&k, &ours);
-    }
-    // A plugin that returns a bearer token: the harness's static-token user, viewer's rights.
-    let token_file = Cluster::shared().env["DISPATCH_TEST_TOKEN_FILE"].clone();
-    let kc =
-        s.kubeconfig("exec-token", &s.cluster(), &s.exec_user("exec-token", V1, NEVER, &[("TOKEN_FILE", &token_file)]));
-    let (k, ours) = s.side_by_side(&kc, &[], &[]);
-    both_work(&k, &ours);
-    let whoami = s.kubectl(
-        &["--kubeconfig", kc.to_str().unwrap(), "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"],
-        &[],
-    );
-    assert_eq!(whoami.stdout, "token-user", "{}", whoami.stderr);
-    // kubectl refuses a v1 plugin without interactiveMode; so does the plugin.
-    let kc = s.kubeconfig("exec-v1-no-mode", &s.cluster(), &s.exec_user("exec-cert", V1, "", &[]));
-    let (k, ours) = s.side_by_side(&kc, &[], &[]);
-    both_fail(&k, &ours, "interactiveMode must be specified");
+        let whoami = s.kubectl(
+            &["--kubeconfig", kc.to_str().unwrap(), "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"],
+            &[],
+        );
+        assert_eq!(whoami.stdout, "token-user", "{}", whoami.stderr);
+        // kubectl refuses a v1 plugin without interactiveMode; so does the plugin.
+        let kc = s.kubeconfig("exec-v1-no-mode", &s.cluster(), &s.exec_user("exec-cert", V1, "", &[]));
+        let (k, ours) = s.side_by_side(&kc, &[], &[]);
+        both_fail(&k, &ours, "interactiveMode must be specified");
+    });
 }
 
 #[test]
 fn a_missing_exec_plugin_names_itself_and_shows_the_install_hint() {
-    let s = Shapes::new(Cluster::shared());
-    let user = format!(
-        "    exec:\n      apiVersion: {V1}\n      command: corp-login-not-installed\n{NEVER}      installHint: |\n        corp-login is not installed.\n        Install it with: brew install corp-login\n"
-    );
-    let kc = s.kubeconfig("exec-missing", &s.cluster(), &user);
-    let (k, ours) = s.side_by_side(&kc, &[], &[]);
-    both_fail(&k, &ours, r#"the exec credential plugin "corp-login-not-installed" for user "x" was not found"#);
-    assert!(k.stderr.contains("brew install corp-login"), "kubectl shows the hint too:\n{}", k.stderr);
-    assert_eq!(
-        ours.stderr.lines().nth(1),
-        Some("corp-login is not installed. Install it with: brew install corp-login"),
-        "{}",
-        ours.stderr
-    );
+    each_kubectl(|_kubectl| {
+        let s = Shapes::new(Cluster::shared());
+        let user = format!(
+            "    exec:\n      apiVersion: {V1}\n      command: corp-login-not-installed\n{NEVER}      installHint: |\n        corp-login is not installed.\n        Install it with: brew install corp-login\n"
+        );
+        let kc = s.kubeconfig("exec-missing", &s.cluster(), &user);
+        let (k, ours) = s.side_by_side(&kc, &[], &[]);
+        both_fail(&k, &ours, r#"the exec credential plugin "corp-login-not-installed" for user "x" was not found"#);
+        assert!(k.stderr.contains("brew install corp-login"), "kubectl shows the hint too:\n{}", k.stderr);
+        assert_eq!(
+            ours.stderr.lines().nth(1),
+            Some("corp-login is not installed. Install it with: brew install corp-login"),
+            "{}",
+            ours.stderr
+        );
+    });
 }
 
 #[test]
 fn a_failing_exec_plugin_shows_the_last_line_of_its_stderr() {
-    let s = Shapes::new(Cluster::shared());
-    let kc = s.kubeconfig("exec-fail", &s.cluster(), &s.exec_user("exec-fail", V1, NEVER, &[]));
-    let (k, ours) = s.side_by_side(&kc, &[], &[]);
-    assert_ne!(k.code, 0);
-    // Its stderr reaches ours as it comes, as kubectl passes it on (both show the two lines);
-    // then the one error line, naming the command, its status and its last line.
-    for run in [&k, &ours] {
-        assert!(run.stderr.starts_with("opening the login page\nlogin failed: the session expired"), "{}", run.stderr);
-    }
-    let error = format!(
-        "error: the exec credential plugin {:?} exited with status 3: login failed: the session expired, run corp-login again",
-        s.path("exec-fail")
-    );
-    ours.expect_code(1);
-    assert_eq!(ours.stderr.lines().skip(2).collect::<Vec<_>>(), [error.as_str()], "{}", ours.stderr);
-    assert!(ours.stdout.is_empty());
-    let kc = s.kubeconfig("exec-empty", &s.cluster(), &s.exec_user("exec-empty", V1, NEVER, &[]));
-    let (k, ours) = s.side_by_side(&kc, &[], &[]);
-    both_fail(&k, &ours, "produced no credential: it returned neither a token nor a client certificate and key");
+    each_kubectl(|_kubectl| {
+        let s = Shapes::new(Cluster::shared());
+        let kc = s.kubeconfig("exec-fail", &s.cluster(), &s.exec_user("exec-fail", V1, NEVER, &[]));
+        let (k, ours) = s.side_by_side(&kc, &[], &[]);
+        assert_ne!(k.code, 0);
+        // Its stderr reaches ours as it comes, as kubectl passes it on (both show the two lines);
+        // then the one error line, naming the command, its status and its last line.
+        for run in [&k, &ours] {
+            assert!(
+                run.stderr.starts_with("opening the login page\nlogin failed: the session expired"),
+                "{}",
+                run.stderr
+            );
+        }
+        let error = format!(
+            "error: the exec credential plugin {:?} exited with status 3: login failed: the session expired, run corp-login again",
+            s.path("exec-fail")
+        );
+        ours.expect_code(1);
+        assert_eq!(ours.stderr.lines().skip(2).collect::<Vec<_>>(), [error.as_str()], "{}", ours.stderr);
+        assert!(ours.stdout.is_empty());
+        let kc = s.kubeconfig("exec-empty", &s.cluster(), &s.exec_user("exec-empty", V1, NEVER, &[]));
+        let (k, ours) = s.side_by_side(&kc, &[], &[]);
+        both_fail(&k, &ours, "produced no credential: it returned neither a token nor a client certificate and key");
+    });
 }
 
 #[test]
@@ -236,141 +250,151 @@ fn an_exec_credential_is_fetched_again_before_it_lapses_under_watch() {
 
 #[test]
 fn tls_settings_agree_with_kubectl() {
-    let mut s = Shapes::new(Cluster::shared());
-    let admin = "    client-certificate: pki/admin.crt\n    client-key: pki/admin.key\n";
-    // Certificate files relative to the kubeconfig's folder (the test runs elsewhere).
-    let relative = format!("    server: {}\n    certificate-authority: pki/ca.crt\n", s.server);
-    let kc = s.kubeconfig("relative", &relative, admin);
-    s.cwd = "/".into();
-    let (k, ours) = s.side_by_side(&kc, &[], &[]);
-    both_work(&k, &ours);
-    s.cwd = s.dir.clone();
-    // insecure-skip-tls-verify without a CA.
-    let insecure = format!("    server: {}\n    insecure-skip-tls-verify: true\n", s.server);
-    let (k, ours) = s.side_by_side(&s.kubeconfig("insecure", &insecure, admin), &[], &[]);
-    both_work(&k, &ours);
-    // tls-server-name: a name the certificate has, and one it does not.
-    let named = |name: &str| format!("{}    tls-server-name: {name}\n", s.cluster());
-    let (k, ours) = s.side_by_side(&s.kubeconfig("name-right", &named("localhost"), admin), &[], &[]);
-    both_work(&k, &ours);
-    let (k, ours) = s.side_by_side(&s.kubeconfig("name-wrong", &named("wrong.example"), admin), &[], &[]);
-    both_fail(&k, &ours, "certificate not valid for name \"wrong.example\"");
-    // insecure and a CA together: kubectl refuses the kubeconfig, and so does the plugin.
-    let both = format!("{}    insecure-skip-tls-verify: true\n", s.cluster());
-    let (k, ours) = s.side_by_side(&s.kubeconfig("insecure-and-ca", &both, admin), &[], &[]);
-    both_fail(&k, &ours, "specifying a root certificates file with the insecure flag is not allowed");
+    each_kubectl(|_kubectl| {
+        let mut s = Shapes::new(Cluster::shared());
+        let admin = "    client-certificate: pki/admin.crt\n    client-key: pki/admin.key\n";
+        // Certificate files relative to the kubeconfig's folder (the test runs elsewhere).
+        let relative = format!("    server: {}\n    certificate-authority: pki/ca.crt\n", s.server);
+        let kc = s.kubeconfig("relative", &relative, admin);
+        s.cwd = "/".into();
+        let (k, ours) = s.side_by_side(&kc, &[], &[]);
+        both_work(&k, &ours);
+        s.cwd = s.dir.clone();
+        // insecure-skip-tls-verify without a CA.
+        let insecure = format!("    server: {}\n    insecure-skip-tls-verify: true\n", s.server);
+        let (k, ours) = s.side_by_side(&s.kubeconfig("insecure", &insecure, admin), &[], &[]);
+        both_work(&k, &ours);
+        // tls-server-name: a name the certificate has, and one it does not.
+        let named = |name: &str| format!("{}    tls-server-name: {name}\n", s.cluster());
+        let (k, ours) = s.side_by_side(&s.kubeconfig("name-right", &named("localhost"), admin), &[], &[]);
+        both_work(&k, &ours);
+        let (k, ours) = s.side_by_side(&s.kubeconfig("name-wrong", &named("wrong.example"), admin), &[], &[]);
+        both_fail(&k, &ours, "certificate not valid for name \"wrong.example\"");
+        // insecure and a CA together: kubectl refuses the kubeconfig, and so does the plugin.
+        let both = format!("{}    insecure-skip-tls-verify: true\n", s.cluster());
+        let (k, ours) = s.side_by_side(&s.kubeconfig("insecure-and-ca", &both, admin), &[], &[]);
+        both_fail(&k, &ours, "specifying a root certificates file with the insecure flag is not allowed");
+    });
 }
 
 #[test]
 fn each_connection_flag_on_an_empty_kubeconfig() {
-    let s = Shapes::new(Cluster::shared());
-    let empty = s.dir.join("empty");
-    std::fs::write(&empty, "apiVersion: v1\nkind: Config\n").unwrap();
-    let (ca, cert, key) = (s.path("pki/ca.crt"), s.path("pki/admin.crt"), s.path("pki/admin.key"));
-    let server = s.server.clone();
-    let admin: Vec<&str> = vec!["--client-certificate", &cert, "--client-key", &key];
-    let with = |extra: &[&str]| -> Vec<String> {
-        let mut all: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
-        all.extend(admin.iter().map(|s| s.to_string()));
-        all
-    };
-    let shapes: Vec<(Vec<String>, Option<&str>)> = vec![
-        (with(&["-s", &server, "--certificate-authority", &ca]), None),
-        (with(&["--server", &server, "--insecure-skip-tls-verify"]), None),
-        (with(&["--server", &server, "--insecure-skip-tls-verify=true"]), None),
-        (with(&["-s", &server, "--certificate-authority", &ca, "--tls-server-name", "localhost"]), None),
-        (with(&["-s", &server, "--certificate-authority", &ca, "--as", "viewer", "--as-uid", "42"]), None),
-        (with(&["-s", &server, "--certificate-authority", &ca, "--disable-compression"]), None),
-        // Without a scheme kubectl speaks plain http, even with TLS flags: the server says 400.
-        (with(&["-s", server.trim_start_matches("https://"), "--certificate-authority", &ca]), Some("400")),
-        (
-            with(&["-s", &server, "--certificate-authority", &ca, "--tls-server-name", "wrong.example"]),
-            Some("wrong.example"),
-        ),
-        (with(&["-s", &server]), Some("TLS with the API server")),
-        (
-            with(&["-s", &server, "--certificate-authority", &ca, "--as-uid", "42"]),
-            Some("without impersonating a user"),
-        ),
-        (
-            vec![
-                "-s".into(),
-                server.clone(),
-                "--certificate-authority".into(),
-                ca.clone(),
-                "--token".into(),
-                "not-a-token".into(),
-            ],
-            Some("401 Unauthorized"),
-        ),
-    ];
-    for (flags, failure) in shapes {
+    each_kubectl(|_kubectl| {
+        let s = Shapes::new(Cluster::shared());
+        let empty = s.dir.join("empty");
+        std::fs::write(&empty, "apiVersion: v1\nkind: Config\n").unwrap();
+        let (ca, cert, key) = (s.path("pki/ca.crt"), s.path("pki/admin.crt"), s.path("pki/admin.key"));
+        let server = s.server.clone();
+        let admin: Vec<&str> = vec!["--client-certificate", &cert, "--client-key", &key];
+        let with = |extra: &[&str]| -> Vec<String> {
+            let mut all: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+            all.extend(admin.iter().map(|s| s.to_string()));
+            all
+        };
+        let shapes: Vec<(Vec<String>, Option<&str>)> = vec![
+            (with(&["-s", &server, "--certificate-authority", &ca]), None),
+            (with(&["--server", &server, "--insecure-skip-tls-verify"]), None),
+            (with(&["--server", &server, "--insecure-skip-tls-verify=true"]), None),
+            (with(&["-s", &server, "--certificate-authority", &ca, "--tls-server-name", "localhost"]), None),
+            (with(&["-s", &server, "--certificate-authority", &ca, "--as", "viewer", "--as-uid", "42"]), None),
+            (with(&["-s", &server, "--certificate-authority", &ca, "--disable-compression"]), None),
+            // Without a scheme kubectl speaks plain http, even with TLS flags: the server says 400.
+            (with(&["-s", server.trim_start_matches("https://"), "--certificate-authority", &ca]), Some("400")),
+            (
+                with(&["-s", &server, "--certificate-authority", &ca, "--tls-server-name", "wrong.example"]),
+                Some("wrong.example"),
+            ),
+            (with(&["-s", &server]), Some("TLS with the API server")),
+            (
+                with(&["-s", &server, "--certificate-authority", &ca, "--as-uid", "42"]),
+                Some("without impersonating a user"),
+            ),
+            (
+                vec![
+                    "-s".into(),
+                    server.clone(),
+                    "--certificate-authority".into(),
+                    ca.clone(),
+                    "--token".into(),
+                    "not-a-token".into(),
+                ],
+                Some("401 Unauthorized"),
+            ),
+        ];
+        for (flags, failure) in shapes {
+            let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+            let (k, ours) = s.side_by_side(&empty, &flags, &[]);
+            match failure {
+                None => both_work(&k, &ours),
+                Some(error) => both_fail(&k, &ours, error),
+            }
+        }
+        // Impersonating no-lease (with a uid): kubectl is forbidden the Lease, the plugin says
+        // unknown, naming the rule; so --as and --as-uid reached the server.
+        let flags = with(&["-s", &server, "--certificate-authority", &ca, "--as", "no-lease", "--as-uid", "42"]);
         let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
         let (k, ours) = s.side_by_side(&empty, &flags, &[]);
-        match failure {
-            None => both_work(&k, &ours),
-            Some(error) => both_fail(&k, &ours, error),
-        }
-    }
-    // Impersonating no-lease (with a uid): kubectl is forbidden the Lease, the plugin says
-    // unknown, naming the rule; so --as and --as-uid reached the server.
-    let flags = with(&["-s", &server, "--certificate-authority", &ca, "--as", "no-lease", "--as-uid", "42"]);
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let (k, ours) = s.side_by_side(&empty, &flags, &[]);
-    assert!(k.code != 0 && k.stderr.contains("Forbidden"), "{}", k.stderr);
-    ours.expect_code(4);
+        assert!(k.code != 0 && k.stderr.contains("Forbidden"), "{}", k.stderr);
+        ours.expect_code(4);
+    });
 }
 
 #[test]
 fn flags_take_precedence_over_the_kubeconfig() {
-    let c = Cluster::shared();
-    let s = Shapes::new(c);
-    let kc = std::path::PathBuf::from(c.kubeconfig());
-    let (cert, key, ca) = (s.path("pki/admin.crt"), s.path("pki/admin.key"), s.path("pki/ca.crt"));
-    // --server over the context's server (a dead one in this kubeconfig).
-    let dead = s.kubeconfig("dead-server", "    server: https://127.0.0.1:1\n", "    token: x\n");
-    let flags = ["-s", &s.server, "--certificate-authority", &ca, "--client-certificate", &cert, "--client-key", &key];
-    let (k, ours) = s.side_by_side(&dead, &flags, &[]);
-    // Both send the kubeconfig's token beside the flags' certificate; the certificate authenticates.
-    both_work(&k, &ours);
-    // --token over the token user's own token: an unknown one is refused, for both.
-    let token_user = s.kubeconfig(
-        "token-user",
-        &s.cluster(),
-        &format!("    token: {}\n", std::fs::read_to_string(&c.env["DISPATCH_TEST_TOKEN_FILE"]).unwrap().trim()),
-    );
-    let (k, ours) = s.side_by_side(&token_user, &[], &[]);
-    both_work(&k, &ours);
-    let (k, ours) = s.side_by_side(&token_user, &["--token", "unknown"], &[]);
-    both_fail(&k, &ours, "401 Unauthorized");
-    // --client-certificate/--client-key over the kubeconfig's certificate files: as no-lease,
-    // kubectl is forbidden the Lease and the plugin says unknown (exit 4).
-    let (nl_cert, nl_key) = (s.path("pki/no-lease.crt"), s.path("pki/no-lease.key"));
-    let admin_files = s.kubeconfig(
-        "admin-files",
-        &s.cluster(),
-        "    client-certificate: pki/admin.crt\n    client-key: pki/admin.key\n",
-    );
-    let (k, ours) = s.side_by_side(&admin_files, &["--client-certificate", &nl_cert, "--client-key", &nl_key], &[]);
-    assert!(k.code != 0 && k.stderr.contains("Forbidden"), "kubectl: {}", k.stderr);
-    ours.expect_code(4);
-    // Over embedded certificate data, kubectl refuses the two together; so does the plugin.
-    let (k, ours) = s.side_by_side(&kc, &["--client-certificate", &nl_cert, "--client-key", &nl_key], &[]);
-    both_fail(&k, &ours, "client-cert-data and client-cert are both specified for admin");
-    // --insecure-skip-tls-verify over a kubeconfig whose CA is wrong: both work.
-    let wrong_ca = format!("    server: {}\n    certificate-authority: {}\n", s.server, s.path("pki/admin.crt"));
-    let wrong =
-        s.kubeconfig("wrong-ca", &wrong_ca, "    client-certificate: pki/admin.crt\n    client-key: pki/admin.key\n");
-    let (k, ours) = s.side_by_side(&wrong, &[], &[]);
-    both_fail(&k, &ours, "TLS with the API server");
-    let (k, ours) = s.side_by_side(&wrong, &["--insecure-skip-tls-verify"], &[]);
-    both_work(&k, &ours);
-    // --certificate-authority over the kubeconfig's CA data: a wrong CA fails both, the right
-    // one over the wrong kubeconfig works for both.
-    let (k, ours) = s.side_by_side(&kc, &["--certificate-authority", &s.path("pki/admin.crt")], &[]);
-    both_fail(&k, &ours, "TLS with the API server");
-    let (k, ours) = s.side_by_side(&wrong, &["--certificate-authority", &ca], &[]);
-    both_work(&k, &ours);
+    each_kubectl(|_kubectl| {
+        let c = Cluster::shared();
+        let s = Shapes::new(c);
+        let kc = std::path::PathBuf::from(c.kubeconfig());
+        let (cert, key, ca) = (s.path("pki/admin.crt"), s.path("pki/admin.key"), s.path("pki/ca.crt"));
+        // --server over the context's server (a dead one in this kubeconfig).
+        let dead = s.kubeconfig("dead-server", "    server: https://127.0.0.1:1\n", "    token: x\n");
+        let flags =
+            ["-s", &s.server, "--certificate-authority", &ca, "--client-certificate", &cert, "--client-key", &key];
+        let (k, ours) = s.side_by_side(&dead, &flags, &[]);
+        // Both send the kubeconfig's token beside the flags' certificate; the certificate authenticates.
+        both_work(&k, &ours);
+        // --token over the token user's own token: an unknown one is refused, for both.
+        let token_user = s.kubeconfig(
+            "token-user",
+            &s.cluster(),
+            &format!("    token: {}\n", std::fs::read_to_string(&c.env["DISPATCH_TEST_TOKEN_FILE"]).unwrap().trim()),
+        );
+        let (k, ours) = s.side_by_side(&token_user, &[], &[]);
+        both_work(&k, &ours);
+        let (k, ours) = s.side_by_side(&token_user, &["--token", "unknown"], &[]);
+        both_fail(&k, &ours, "401 Unauthorized");
+        // --client-certificate/--client-key over the kubeconfig's certificate files: as no-lease,
+        // kubectl is forbidden the Lease and the plugin says unknown (exit 4).
+        let (nl_cert, nl_key) = (s.path("pki/no-lease.crt"), s.path("pki/no-lease.key"));
+        let admin_files = s.kubeconfig(
+            "admin-files",
+            &s.cluster(),
+            "    client-certificate: pki/admin.crt\n    client-key: pki/admin.key\n",
+        );
+        let (k, ours) = s.side_by_side(&admin_files, &["--client-certificate", &nl_cert, "--client-key", &nl_key], &[]);
+        assert!(k.code != 0 && k.stderr.contains("Forbidden"), "kubectl: {}", k.stderr);
+        ours.expect_code(4);
+        // Over embedded certificate data, kubectl refuses the two together; so does the plugin.
+        let (k, ours) = s.side_by_side(&kc, &["--client-certificate", &nl_cert, "--client-key", &nl_key], &[]);
+        both_fail(&k, &ours, "client-cert-data and client-cert are both specified for admin");
+        // --insecure-skip-tls-verify over a kubeconfig whose CA is wrong: both work.
+        let wrong_ca = format!("    server: {}\n    certificate-authority: {}\n", s.server, s.path("pki/admin.crt"));
+        let wrong = s.kubeconfig(
+            "wrong-ca",
+            &wrong_ca,
+            "    client-certificate: pki/admin.crt\n    client-key: pki/admin.key\n",
+        );
+        let (k, ours) = s.side_by_side(&wrong, &[], &[]);
+        both_fail(&k, &ours, "TLS with the API server");
+        let (k, ours) = s.side_by_side(&wrong, &["--insecure-skip-tls-verify"], &[]);
+        both_work(&k, &ours);
+        // --certificate-authority over the kubeconfig's CA data: a wrong CA fails both, the right
+        // one over the wrong kubeconfig works for both.
+        let (k, ours) = s.side_by_side(&kc, &["--certificate-authority", &s.path("pki/admin.crt")], &[]);
+        both_fail(&k, &ours, "TLS with the API server");
+        let (k, ours) = s.side_by_side(&wrong, &["--certificate-authority", &ca], &[]);
+        both_work(&k, &ours);
+    });
 }
 
 #[test]

@@ -11,6 +11,9 @@
 
 mod support;
 
+#[path = "support/release.rs"]
+mod release;
+
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -19,6 +22,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use support::fixtures::{self, Scenario};
+use support::kubectls::each_kubectl;
 use support::{Cluster, Run, repo, temp_dir, unique};
 
 const PLATFORMS: [(&str, &str); 5] =
@@ -145,19 +149,16 @@ fn krew_validates_installs_runs_and_uninstalls_the_release() {
     std::os::unix::fs::symlink(&krew, krew_bin.join("kubectl-krew")).expect("symlink kubectl-krew");
 
     // The release command, as a release is made: build this machine's binary, pack it, render.
-    let dist = work.join("dist");
-    let release = must(
-        "scripts/release",
-        output({
-            let mut cmd = Command::new(repo().join("scripts/release"));
-            cmd.arg("--out").arg(&dist);
-            cmd
-        }),
-    );
+    // It is HEAD's release build in a checkout of its own, the one tests/release_reproducible.rs
+    // compares with a second (release::head_build: made once per commit by whichever test runs
+    // first), so the suite builds the release twice rather than three times.
+    let head = release::head_build();
+    eprintln!("the release build of HEAD: {}", if head.fresh { "built now" } else { "kept from an earlier test" });
+    let dist = head.dist.clone();
     let (os, arch) = host_platform();
     let archive = dist.join(format!("kubectl-dispatch-{os}-{arch}.tar.gz"));
     let manifest = dist.join("krew/dispatch.yaml");
-    assert!(archive.is_file() && manifest.is_file(), "{}", release.stderr);
+    assert!(archive.is_file() && manifest.is_file(), "{}", head.built.stderr);
     let rendered = std::fs::read_to_string(&manifest).expect("manifest");
     assert_eq!(rendered.matches("- selector:").count(), 1, "only the platform built:\n{rendered}");
 
@@ -168,8 +169,10 @@ fn krew_validates_installs_runs_and_uninstalls_the_release() {
     // them). The release workflow (.github/workflows/release.yml) builds the real ones. The
     // validator gets this fresh rendering, never the committed krew/dispatch.yaml, whose hashes
     // are the last release run's archives (tests/krew_manifest.rs checks the rest of it).
-    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo().join("target"));
-    let binary = target.join("release/kubectl-dispatch");
+    let binary = work.join("release-binary/kubectl-dispatch");
+    std::fs::create_dir_all(binary.parent().expect("folder")).expect("mkdir");
+    std::fs::write(&binary, &head.built.binary).expect("the release binary");
+    std::fs::set_permissions(&binary, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
     let served_dir = work.join("served");
     std::fs::create_dir_all(&served_dir).expect("mkdir");
     let (base, served) = serve(served_dir.clone());
@@ -263,67 +266,70 @@ fn krew_validates_installs_runs_and_uninstalls_the_release() {
 
 #[test]
 fn kubectl_completes_the_plugin_through_kubectl_complete_dispatch() {
-    let c = Cluster::shared();
-    let t = unique("complete");
-    let (cq_a, cq_b, check, ns) = (format!("cq-a-{t}"), format!("cq-b-{t}"), format!("check-{t}"), format!("ns-{t}"));
-    c.apply(
-        &[
-            fixtures::admission_check(&check, "dispatch-admission", Some(true)),
-            fixtures::cluster_queue(&cq_a, &[&check]),
-            fixtures::cluster_queue(&cq_b, &[]),
-            fixtures::namespace(&ns),
-        ]
-        .concat(),
-    );
-    // kubectl runs kubectl_complete-dispatch from PATH: here a symlink to the fresh binary.
-    let dir = temp_dir("completer");
-    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_kubectl-dispatch"), dir.join("kubectl_complete-dispatch"))
-        .expect("symlink");
-    let bin = PathBuf::from(env!("CARGO_BIN_EXE_kubectl-dispatch"));
-    let path = with_path(&[&dir, bin.parent().expect("folder")]);
-    let complete = |words: &[&str]| {
-        let mut args = vec!["__complete", "dispatch"];
-        args.extend_from_slice(words);
-        let mut cmd = c.command("kubectl", &args);
-        cmd.env("PATH", &path);
-        let run = must("kubectl __complete", output(cmd));
-        assert_eq!(run.lines().last(), Some(&":4"), "the directive line ends it:\n{}", run.stdout);
-        run
-    };
+    each_kubectl(|_kubectl| {
+        let c = Cluster::shared();
+        let t = unique("complete");
+        let (cq_a, cq_b, check, ns) =
+            (format!("cq-a-{t}"), format!("cq-b-{t}"), format!("check-{t}"), format!("ns-{t}"));
+        c.apply(
+            &[
+                fixtures::admission_check(&check, "dispatch-admission", Some(true)),
+                fixtures::cluster_queue(&cq_a, &[&check]),
+                fixtures::cluster_queue(&cq_b, &[]),
+                fixtures::namespace(&ns),
+            ]
+            .concat(),
+        );
+        // kubectl runs kubectl_complete-dispatch from PATH: here a symlink to the fresh binary.
+        let dir = temp_dir("completer");
+        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_kubectl-dispatch"), dir.join("kubectl_complete-dispatch"))
+            .expect("symlink");
+        let bin = PathBuf::from(env!("CARGO_BIN_EXE_kubectl-dispatch"));
+        let path = with_path(&[&dir, bin.parent().expect("folder")]);
+        let complete = |words: &[&str]| {
+            let mut args = vec!["__complete", "dispatch"];
+            args.extend_from_slice(words);
+            let mut cmd = c.command("kubectl", &args);
+            cmd.env("PATH", &path);
+            let run = must("kubectl __complete", output(cmd));
+            assert_eq!(run.lines().last(), Some(&":4"), "the directive line ends it:\n{}", run.stdout);
+            run
+        };
 
-    let cqs = complete(&["gate", "--cluster-queue", ""]);
-    assert!(cqs.has_line(&cq_a) && cqs.has_line(&cq_b), "{}", cqs.stdout);
-    let some = complete(&["gate", "-A", "--cluster-queue", &format!("cq-a-{t}")[..6]]);
-    assert!(some.has_line(&cq_a) && !some.has_line(&cq_b), "filtered by the prefix typed:\n{}", some.stdout);
-    let checks = complete(&["gate", "--admission-check", "check-"]);
-    assert!(checks.has_line(&check), "{}", checks.stdout);
-    let namespaces = complete(&["gate", "-n", ""]);
-    assert!(namespaces.has_line(&ns) && namespaces.has_line("default"), "{}", namespaces.stdout);
-    let contexts = complete(&["--context", ""]);
-    for context in ["admin", "viewer"] {
-        assert!(contexts.has_line(context), "{}", contexts.stdout);
-    }
-    // Another context's lookups go through that context: viewer may list ClusterQueues too.
-    let viewer = complete(&["gate", "--context", "viewer", "--cluster-queue", ""]);
-    assert!(viewer.has_line(&cq_a), "{}", viewer.stdout);
+        let cqs = complete(&["gate", "--cluster-queue", ""]);
+        assert!(cqs.has_line(&cq_a) && cqs.has_line(&cq_b), "{}", cqs.stdout);
+        let some = complete(&["gate", "-A", "--cluster-queue", &format!("cq-a-{t}")[..6]]);
+        assert!(some.has_line(&cq_a) && !some.has_line(&cq_b), "filtered by the prefix typed:\n{}", some.stdout);
+        let checks = complete(&["gate", "--admission-check", "check-"]);
+        assert!(checks.has_line(&check), "{}", checks.stdout);
+        let namespaces = complete(&["gate", "-n", ""]);
+        assert!(namespaces.has_line(&ns) && namespaces.has_line("default"), "{}", namespaces.stdout);
+        let contexts = complete(&["--context", ""]);
+        for context in ["admin", "viewer"] {
+            assert!(contexts.has_line(context), "{}", contexts.stdout);
+        }
+        // Another context's lookups go through that context: viewer may list ClusterQueues too.
+        let viewer = complete(&["gate", "--context", "viewer", "--cluster-queue", ""]);
+        assert!(viewer.has_line(&cq_a), "{}", viewer.stdout);
 
-    let verbs = complete(&[""]);
-    assert!(verbs.stdout.starts_with("gate\t") && verbs.stdout.contains("\nlease\t"), "{}", verbs.stdout);
-    let flags = complete(&["gate", "--all"]);
-    assert!(
-        ["--all-namespaces", "--all-states", "--all-contexts"]
-            .iter()
-            .all(|f| flags.lines().iter().any(|l| l.starts_with(&format!("{f}\t")))),
-        "{}",
-        flags.stdout
-    );
+        let verbs = complete(&[""]);
+        assert!(verbs.stdout.starts_with("gate\t") && verbs.stdout.contains("\nlease\t"), "{}", verbs.stdout);
+        let flags = complete(&["gate", "--all"]);
+        assert!(
+            ["--all-namespaces", "--all-states", "--all-contexts"]
+                .iter()
+                .all(|f| flags.lines().iter().any(|l| l.starts_with(&format!("{f}\t")))),
+            "{}",
+            flags.stdout
+        );
 
-    // With no cluster to ask, the names are left out and the directive still ends it.
-    let mut cmd = c.command("kubectl", &["__complete", "dispatch", "gate", "--cluster-queue", ""]);
-    cmd.env("PATH", &path).env("KUBECONFIG", dir.join("missing"));
-    let offline = must("kubectl __complete without a cluster", output(cmd));
-    assert_eq!(offline.lines(), [":4"], "{}", offline.stderr);
-    let _ = std::fs::remove_dir_all(&dir);
+        // With no cluster to ask, the names are left out and the directive still ends it.
+        let mut cmd = c.command("kubectl", &["__complete", "dispatch", "gate", "--cluster-queue", ""]);
+        cmd.env("PATH", &path).env("KUBECONFIG", dir.join("missing"));
+        let offline = must("kubectl __complete without a cluster", output(cmd));
+        assert_eq!(offline.lines(), [":4"], "{}", offline.stderr);
+        let _ = std::fs::remove_dir_all(&dir);
+    });
 }
 
 fn git(dir: &Path, args: &[&str]) -> Run {
@@ -421,13 +427,32 @@ fn next_version(v: &str) -> String {
 /// upgrade` to it (the new binary answers --version with it), `kubectl krew uninstall` leaving
 /// only the completion link the README has users make (and remove).
 #[test]
-fn krew_installs_from_a_custom_index_upgrades_and_uninstalls() {
-    let c = Cluster::shared();
+fn krew_v0_4_3_installs_from_a_custom_index_upgrades_and_uninstalls() {
     let (krew, _) = krew_tools();
-    let work = temp_dir("krew-index");
+    index_install_upgrade_uninstall(&krew, "v0.4.3");
+}
+
+/// The same with Krew v0.5.0 (tools/krew/v0.5.0), the newest release: users upgrade Krew on
+/// their own schedule, so the index path is run with both (docs/release.md says what changed).
+#[test]
+fn krew_v0_5_0_installs_from_a_custom_index_upgrades_and_uninstalls() {
+    let run = must(
+        "tools/ensure krew@v0.5.0",
+        output({
+            let mut c = Command::new(repo().join("tools/ensure"));
+            c.arg("krew@v0.5.0");
+            c
+        }),
+    );
+    index_install_upgrade_uninstall(Path::new(run.stdout.trim()), "v0.5.0");
+}
+
+fn index_install_upgrade_uninstall(krew: &Path, krew_version: &str) {
+    let c = Cluster::shared();
+    let work = temp_dir(&format!("krew-index-{krew_version}"));
     let krew_bin = work.join("krew-bin");
     std::fs::create_dir_all(&krew_bin).expect("mkdir");
-    std::os::unix::fs::symlink(&krew, krew_bin.join("kubectl-krew")).expect("symlink kubectl-krew");
+    std::os::unix::fs::symlink(krew, krew_bin.join("kubectl-krew")).expect("symlink kubectl-krew");
     let (os, arch) = host_platform();
     let platform = format!("{os}/{arch}");
 

@@ -10,6 +10,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use support::fixtures::{self, Scenario};
+use support::kubectls::each_kubectl;
 use support::{Cluster, Run, with_kubeconfig};
 
 /// The admin context's kubeconfig, minified, with its credentials inline.
@@ -23,30 +24,32 @@ fn drop_lines(yaml: &str, needle: &str) -> String {
 
 #[test]
 fn tls_failure_401_and_secrets_never_printed() {
-    let c = Cluster::shared();
-    let admin = admin_kubeconfig(c);
-    // No CA: the server's certificate cannot be verified.
-    let run = with_kubeconfig(&drop_lines(&admin, "certificate-authority-data"), &["gate"]);
-    Run::expect_one_error(&run, "error: TLS with the API server at https://127.0.0.1:");
+    each_kubectl(|_kubectl| {
+        let c = Cluster::shared();
+        let admin = admin_kubeconfig(c);
+        // No CA: the server's certificate cannot be verified.
+        let run = with_kubeconfig(&drop_lines(&admin, "certificate-authority-data"), &["gate"]);
+        Run::expect_one_error(&run, "error: TLS with the API server at https://127.0.0.1:");
 
-    // A token the server does not know: 401.
-    let token = "s3cr3t-token-never-printed";
-    let with_token = drop_lines(&drop_lines(&admin, "client-certificate-data"), "client-key-data")
-        .replace("  user:\n", &format!("  user:\n    token: {token}\n"));
-    for verbosity in ["0", "9"] {
-        let run = with_kubeconfig(&with_token, &["gate", "-v", verbosity]);
-        assert_one_error_or_logs(&run, "the credentials (401 Unauthorized)");
-        assert!(!run.stdout.contains(token) && !run.stderr.contains(token), "token printed:\n{}", run.stderr);
-    }
+        // A token the server does not know: 401.
+        let token = "s3cr3t-token-never-printed";
+        let with_token = drop_lines(&drop_lines(&admin, "client-certificate-data"), "client-key-data")
+            .replace("  user:\n", &format!("  user:\n    token: {token}\n"));
+        for verbosity in ["0", "9"] {
+            let run = with_kubeconfig(&with_token, &["gate", "-v", verbosity]);
+            assert_one_error_or_logs(&run, "the credentials (401 Unauthorized)");
+            assert!(!run.stdout.contains(token) && !run.stderr.contains(token), "token printed:\n{}", run.stderr);
+        }
 
-    // A client key never appears either, at any verbosity.
-    let key_line = admin.lines().find(|l| l.contains("client-key-data")).unwrap();
-    let key = key_line.split(':').nth(1).unwrap().trim();
-    let run = with_kubeconfig(&admin, &["gate", "-v", "9", "-A", "-o", "yaml"]);
-    for text in [&run.stdout, &run.stderr] {
-        assert!(!text.contains(&key[..40]) && !text.contains("PRIVATE KEY"), "key material printed");
-    }
-    assert!(run.stderr.contains("I GET /apis/kueue.x-k8s.io 200"), "-v 9 logs requests:\n{}", run.stderr);
+        // A client key never appears either, at any verbosity.
+        let key_line = admin.lines().find(|l| l.contains("client-key-data")).unwrap();
+        let key = key_line.split(':').nth(1).unwrap().trim();
+        let run = with_kubeconfig(&admin, &["gate", "-v", "9", "-A", "-o", "yaml"]);
+        for text in [&run.stdout, &run.stderr] {
+            assert!(!text.contains(&key[..40]) && !text.contains("PRIVATE KEY"), "key material printed");
+        }
+        assert!(run.stderr.contains("I GET /apis/kueue.x-k8s.io 200"), "-v 9 logs requests:\n{}", run.stderr);
+    });
 }
 
 /// With -v the log lines come first; the error is still the one `error:` line.
@@ -58,32 +61,34 @@ fn assert_one_error_or_logs(run: &Run, error: &str) {
 
 #[test]
 fn kubeconfig_lists_merge_like_kubectl_and_flags_pick_the_entries() {
-    let c = Cluster::shared();
-    let s = Scenario::new("merge");
-    c.apply(&s.healthy_yaml());
-    let dir = std::env::temp_dir().join(support::unique("dispatch-merge"));
-    std::fs::create_dir_all(&dir).unwrap();
-    // The first file to set current-context wins; a missing file in the list is ignored.
-    let first = dir.join("first");
-    std::fs::write(&first, "apiVersion: v1\nkind: Config\ncurrent-context: no-lease\n").unwrap();
-    let list = format!("{}:{}:{}", dir.join("missing").display(), first.display(), c.kubeconfig());
-    let run = |extra: &[&str]| {
-        let mut args = vec!["dispatch"];
-        args.extend(s.args("gate", extra));
-        Run::from(c.command("kubectl", &args).env("KUBECONFIG", &list).output().unwrap())
-    };
-    let merged = run(&["-v", "1"]);
-    merged.expect_code(4);
-    assert!(merged.stderr.contains("I context no-lease, server https://127.0.0.1:"), "{}", merged.stderr);
-    run(&["--context", "admin"]).expect_code(0);
-    // --user picks another credential for the same context.
-    run(&["--context", "admin", "--user", "no-lease"]).expect_code(4);
-    // Impersonation, as admin.
-    run(&["--context", "admin", "--as", "no-lease"]).expect_code(4);
-    run(&["--context", "admin", "--as", "someone", "--as-group", "system:masters"]).expect_code(0);
-    let unknown_cluster = run(&["--context", "admin", "--cluster", "nope"]);
-    Run::expect_one_error(&unknown_cluster, "error: invalid kubeconfig: ");
-    std::fs::remove_dir_all(&dir).unwrap();
+    each_kubectl(|_kubectl| {
+        let c = Cluster::shared();
+        let s = Scenario::new("merge");
+        c.apply(&s.healthy_yaml());
+        let dir = std::env::temp_dir().join(support::unique("dispatch-merge"));
+        std::fs::create_dir_all(&dir).unwrap();
+        // The first file to set current-context wins; a missing file in the list is ignored.
+        let first = dir.join("first");
+        std::fs::write(&first, "apiVersion: v1\nkind: Config\ncurrent-context: no-lease\n").unwrap();
+        let list = format!("{}:{}:{}", dir.join("missing").display(), first.display(), c.kubeconfig());
+        let run = |extra: &[&str]| {
+            let mut args = vec!["dispatch"];
+            args.extend(s.args("gate", extra));
+            Run::from(c.command("kubectl", &args).env("KUBECONFIG", &list).output().unwrap())
+        };
+        let merged = run(&["-v", "1"]);
+        merged.expect_code(4);
+        assert!(merged.stderr.contains("I context no-lease, server https://127.0.0.1:"), "{}", merged.stderr);
+        run(&["--context", "admin"]).expect_code(0);
+        // --user picks another credential for the same context.
+        run(&["--context", "admin", "--user", "no-lease"]).expect_code(4);
+        // Impersonation, as admin.
+        run(&["--context", "admin", "--as", "no-lease"]).expect_code(4);
+        run(&["--context", "admin", "--as", "someone", "--as-group", "system:masters"]).expect_code(0);
+        let unknown_cluster = run(&["--context", "admin", "--cluster", "nope"]);
+        Run::expect_one_error(&unknown_cluster, "error: invalid kubeconfig: ");
+        std::fs::remove_dir_all(&dir).unwrap();
+    });
 }
 
 /// HTTP/1.1 without TLS: a kubeconfig pointing at `kubectl proxy` (plain http, no ALPN, so no

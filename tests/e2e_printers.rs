@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use support::Cluster;
 use support::fixtures::{self, Scenario, gate};
+use support::kubectls::each_kubectl;
 use support::printcheck::oracle;
 use support::watch::Watch;
 
@@ -20,79 +21,89 @@ fn labelled_workload(s: &Scenario, name: &str, labels: &[(&str, &str)], since: i
     yaml.replacen("metadata:\n", &format!("metadata:\n  labels:\n{labels}"), 1)
 }
 
+/// The scenario's Lease renewed now for an hour, so the verdict stays yes however long the runs
+/// with both kubectls take on a loaded machine (the healthy Lease is stale 30 s after it).
+fn fresh_for_an_hour(c: &Cluster, s: &Scenario) {
+    c.apply(&fixtures::lease(&s.lease_ns, &s.lease_name, Some("dispatch-admission-7d9f_1"), Some(2), Some(3600)));
+}
+
 /// Each template on the gate's `-o json` document, by the plugin and by kubectl's printer.
 #[test]
 fn gate_lease_and_workload_print_with_kubectls_printers() {
-    let c = Cluster::shared();
-    let s = Scenario::new("printers");
-    c.apply(&s.healthy_yaml());
-    c.apply(&labelled_workload(&s, "w-1", &[("team", "ml")], 30));
-    c.apply(&labelled_workload(&s, "w-2", &[("team", "web")], 60));
+    each_kubectl(|_kubectl| {
+        let c = Cluster::shared();
+        let s = Scenario::new("printers");
+        c.apply(&s.healthy_yaml());
+        fresh_for_an_hour(c, &s);
+        c.apply(&labelled_workload(&s, "w-1", &[("team", "ml")], 30));
+        c.apply(&labelled_workload(&s, "w-2", &[("team", "web")], 60));
 
-    // Fields that do not move between two runs (no ages).
-    let templates = [
-        "{.verdict}",
-        "{range .chains[*]}{.clusterQueue}={.verdict}{\"\\n\"}{end}",
-        "{.chains[0].checks[?(@.result==\"pass\")].id}",
-        "{.lease.holder} {.lease.namespace}/{.lease.name}",
-        "{range .waiting[*]}{.namespace}/{.name} {.state}{\"\\n\"}{end}",
-        "{.waiting[?(@.name==\"w-2\")].message}",
-        "{.nothing}",
-    ];
-    let json = gate(c, &s, &["-n", &s.ns, "-o", "json"]);
-    json.expect_code(0);
-    for t in templates {
-        let want = oracle(&json.stdout, &format!("jsonpath={t}"), &[]).expect("kubectl's printer takes it");
-        let run = gate(c, &s, &["-n", &s.ns, "-o", &format!("jsonpath={t}")]);
-        run.expect_code(0);
-        assert_eq!(run.stdout, want, "gate -o jsonpath={t}\nstderr: {}", run.stderr);
-    }
-    let spec = "CQ:.chains[*].clusterQueue,VERDICT:.verdict,WAITING:.waiting[*].name,NONE:.none";
-    let want = oracle(&json.stdout, &format!("custom-columns={spec}"), &[]).unwrap();
-    let run = gate(c, &s, &["-n", &s.ns, "-o", &format!("custom-columns={spec}")]);
-    assert_eq!(run.expect_code(0).stdout, want);
-    let file = std::env::temp_dir().join(format!("{}-columns.txt", s.ns));
-    std::fs::write(&file, "CQ VERDICT\n.chains[0].clusterQueue {.verdict}\n").unwrap();
-    let file_arg = format!("custom-columns-file={}", file.display());
-    let want = oracle(&json.stdout, &file_arg, &["--no-headers"]).unwrap();
-    let run = gate(c, &s, &["-n", &s.ns, "--no-headers", "-o", &file_arg]);
-    assert_eq!(run.expect_code(0).stdout, want);
-    let jp_file = std::env::temp_dir().join(format!("{}-template.txt", s.ns));
-    std::fs::write(&jp_file, "{.verdict}{\"\\n\"}").unwrap();
-    let run = gate(c, &s, &["-n", &s.ns, "-o", &format!("jsonpath-file={}", jp_file.display())]);
-    assert_eq!(run.expect_code(0).stdout, "yes\n");
-    let _ = std::fs::remove_file(file);
-    let _ = std::fs::remove_file(jp_file);
+        // Fields that do not move between two runs (no ages).
+        let templates = [
+            "{.verdict}",
+            "{range .chains[*]}{.clusterQueue}={.verdict}{\"\\n\"}{end}",
+            "{.chains[0].checks[?(@.result==\"pass\")].id}",
+            "{.lease.holder} {.lease.namespace}/{.lease.name}",
+            "{range .waiting[*]}{.namespace}/{.name} {.state}{\"\\n\"}{end}",
+            "{.waiting[?(@.name==\"w-2\")].message}",
+            "{.nothing}",
+        ];
+        let json = gate(c, &s, &["-n", &s.ns, "-o", "json"]);
+        json.expect_code(0);
+        for t in templates {
+            let want = oracle(&json.stdout, &format!("jsonpath={t}"), &[]).expect("kubectl's printer takes it");
+            let run = gate(c, &s, &["-n", &s.ns, "-o", &format!("jsonpath={t}")]);
+            run.expect_code(0);
+            assert_eq!(run.stdout, want, "gate -o jsonpath={t}\nstderr: {}", run.stderr);
+        }
+        let spec = "CQ:.chains[*].clusterQueue,VERDICT:.verdict,WAITING:.waiting[*].name,NONE:.none";
+        let want = oracle(&json.stdout, &format!("custom-columns={spec}"), &[]).unwrap();
+        let run = gate(c, &s, &["-n", &s.ns, "-o", &format!("custom-columns={spec}")]);
+        assert_eq!(run.expect_code(0).stdout, want);
+        let file = std::env::temp_dir().join(format!("{}-columns.txt", s.ns));
+        std::fs::write(&file, "CQ VERDICT\n.chains[0].clusterQueue {.verdict}\n").unwrap();
+        let file_arg = format!("custom-columns-file={}", file.display());
+        let want = oracle(&json.stdout, &file_arg, &["--no-headers"]).unwrap();
+        let run = gate(c, &s, &["-n", &s.ns, "--no-headers", "-o", &file_arg]);
+        assert_eq!(run.expect_code(0).stdout, want);
+        let jp_file = std::env::temp_dir().join(format!("{}-template.txt", s.ns));
+        std::fs::write(&jp_file, "{.verdict}{\"\\n\"}").unwrap();
+        let run = gate(c, &s, &["-n", &s.ns, "-o", &format!("jsonpath-file={}", jp_file.display())]);
+        assert_eq!(run.expect_code(0).stdout, "yes\n");
+        let _ = std::fs::remove_file(file);
+        let _ = std::fs::remove_file(jp_file);
 
-    // -o name: the waiting Workloads, named as kubectl names them.
-    let kubectl_names = c.kubectl_ok(&["get", "workloads.kueue.x-k8s.io", "-n", &s.ns, "-o", "name"], None);
-    let run = gate(c, &s, &["-n", &s.ns, "-o", "name"]);
-    assert_eq!(run.expect_code(0).stdout, kubectl_names);
+        // -o name: the waiting Workloads, named as kubectl names them.
+        let kubectl_names = c.kubectl_ok(&["get", "workloads.kueue.x-k8s.io", "-n", &s.ns, "-o", "name"], None);
+        let run = gate(c, &s, &["-n", &s.ns, "-o", "name"]);
+        assert_eq!(run.expect_code(0).stdout, kubectl_names);
 
-    // lease: its document, and its name as kubectl names it.
-    let lease_json = c.dispatch(&s.args("lease", &["-o", "json"]));
-    let t = "{.lease.status} {.lease.holder} {.lease.leaseDurationSeconds}";
-    let want = oracle(&lease_json.stdout, &format!("jsonpath={t}"), &[]).unwrap();
-    let run = c.dispatch(&s.args("lease", &["-o", &format!("jsonpath={t}")]));
-    assert_eq!(run.expect_code(0).stdout, want);
-    assert_eq!(want, "fresh dispatch-admission-7d9f_1 15");
-    let kubectl_name = c.kubectl_ok(&["get", "lease", "-n", &s.lease_ns, &s.lease_name, "-o", "name"], None);
-    assert_eq!(c.dispatch(&s.args("lease", &["-o", "name"])).expect_code(0).stdout, kubectl_name);
+        // lease: its document, and its name as kubectl names it.
+        let lease_json = c.dispatch(&s.args("lease", &["-o", "json"]));
+        let t = "{.lease.status} {.lease.holder} {.lease.leaseDurationSeconds}";
+        let want = oracle(&lease_json.stdout, &format!("jsonpath={t}"), &[]).unwrap();
+        let run = c.dispatch(&s.args("lease", &["-o", &format!("jsonpath={t}")]));
+        assert_eq!(run.expect_code(0).stdout, want);
+        assert_eq!(want, "fresh dispatch-admission-7d9f_1 3600");
+        let kubectl_name = c.kubectl_ok(&["get", "lease", "-n", &s.lease_ns, &s.lease_name, "-o", "name"], None);
+        assert_eq!(c.dispatch(&s.args("lease", &["-o", "name"])).expect_code(0).stdout, kubectl_name);
 
-    // workload: its document, and its name.
-    let wl = |extra: &[&str]| {
-        let mut args = vec!["workload", "w-1", "-n", &s.ns, "--controller-name", &s.controller, "--lease", &s.lease];
-        args.extend_from_slice(extra);
-        c.dispatch(&args)
-    };
-    let wl_json = wl(&["-o", "json"]);
-    let t = "{.name} {.stage} {.queue.clusterQueue}{range .admissionChecks[*]} {.name}={.state}{end}";
-    let want = oracle(&wl_json.stdout, &format!("jsonpath={t}"), &[]).unwrap();
-    let run = wl(&["-o", &format!("jsonpath={t}")]);
-    assert_eq!(run.stdout, want, "{}", run.stderr);
-    assert!(want.starts_with("w-1 "), "{want}");
-    let kubectl_name = c.kubectl_ok(&["get", "workloads.kueue.x-k8s.io", "-n", &s.ns, "w-1", "-o", "name"], None);
-    assert_eq!(wl(&["-o", "name"]).stdout, kubectl_name);
+        // workload: its document, and its name.
+        let wl = |extra: &[&str]| {
+            let mut args =
+                vec!["workload", "w-1", "-n", &s.ns, "--controller-name", &s.controller, "--lease", &s.lease];
+            args.extend_from_slice(extra);
+            c.dispatch(&args)
+        };
+        let wl_json = wl(&["-o", "json"]);
+        let t = "{.name} {.stage} {.queue.clusterQueue}{range .admissionChecks[*]} {.name}={.state}{end}";
+        let want = oracle(&wl_json.stdout, &format!("jsonpath={t}"), &[]).unwrap();
+        let run = wl(&["-o", &format!("jsonpath={t}")]);
+        assert_eq!(run.stdout, want, "{}", run.stderr);
+        assert!(want.starts_with("w-1 "), "{want}");
+        let kubectl_name = c.kubectl_ok(&["get", "workloads.kueue.x-k8s.io", "-n", &s.ns, "w-1", "-o", "name"], None);
+        assert_eq!(wl(&["-o", "name"]).stdout, kubectl_name);
+    });
 }
 
 #[test]
@@ -130,66 +141,69 @@ fn a_bad_template_is_one_usage_error_and_missing_keys_follow_the_flag() {
 
 #[test]
 fn selector_and_sort_by_are_kubectls() {
-    let c = Cluster::shared();
-    let s = Scenario::new("selector");
-    c.apply(&s.healthy_yaml());
-    // Names whose natural order is not their byte order; ages not in name order.
-    for (name, team, since) in
-        [("w-10", "ml", 50), ("w-2", "ml", 300), ("w-1", "ml", 120), ("w-3", "web", 10), ("x-9", "ml", 200)]
-    {
-        c.apply(&labelled_workload(&s, name, &[("team", team)], since));
-    }
-    let kubectl = |args: &[&str]| {
-        let mut full = vec!["get", "workloads.kueue.x-k8s.io", "-n", s.ns.as_str(), "-o", "name"];
-        full.extend_from_slice(args);
-        c.kubectl_ok(&full, None)
-    };
-    for (selector, ours, theirs) in [
-        ("team=ml", ".name", ".metadata.name"),
-        ("team=ml", "{.lastTransitionTime}", ".status.admissionChecks[0].lastTransitionTime"),
-        ("team in (ml,web)", "name", "{.metadata.name}"),
-        ("team!=ml", ".name", ".metadata.name"),
-    ] {
-        let want = kubectl(&["-l", selector, "--sort-by", theirs]);
-        let run = gate(c, &s, &["-n", &s.ns, "-l", selector, "--sort-by", ours, "-o", "name"]);
-        assert_eq!(run.expect_code(0).stdout, want, "-l {selector} --sort-by {ours}");
-    }
-    // The server filters: the plugin's list and watch of Workloads ask for labelSelector, as
-    // the apiserver's audit log records them.
-    gate(c, &s, &["-n", &s.ns, "-l", "team=web"]).expect_code(0);
-    let mut watch = Watch::start(c, &s.args("gate", &["-n", &s.ns, "-l", "team=web", "--watch"]));
-    watch.wait_for("the first chain", Duration::from_secs(60), |l| l.starts_with("ReadmissionGate: "));
-    drop(watch);
-    let log = std::fs::read_to_string(c.audit_log()).expect("audit log");
-    let workloads = format!("/namespaces/{}/workloads?", s.ns);
-    let mut seen = std::collections::BTreeSet::new();
-    for line in log.lines() {
-        let event: serde_json::Value = serde_json::from_str(line).expect("audit line is JSON");
-        let uri = event["requestURI"].as_str().unwrap_or_default();
-        if !event["userAgent"].as_str().unwrap_or_default().starts_with("kubectl-dispatch/")
-            || !uri.contains(&workloads)
+    each_kubectl(|_kubectl| {
+        let c = Cluster::shared();
+        let s = Scenario::new("selector");
+        c.apply(&s.healthy_yaml());
+        fresh_for_an_hour(c, &s);
+        // Names whose natural order is not their byte order; ages not in name order.
+        for (name, team, since) in
+            [("w-10", "ml", 50), ("w-2", "ml", 300), ("w-1", "ml", 120), ("w-3", "web", 10), ("x-9", "ml", 200)]
         {
-            continue;
+            c.apply(&labelled_workload(&s, name, &[("team", team)], since));
         }
-        let verb = event["verb"].as_str().unwrap_or_default().to_string();
-        if uri.contains("labelSelector=team%3Dweb") {
-            seen.insert(verb);
-        } else if !uri.contains("labelSelector=") && !uri.contains("limit=1&") && !uri.ends_with("limit=1") {
-            panic!("a Workload read without the selector: {uri}");
+        let kubectl = |args: &[&str]| {
+            let mut full = vec!["get", "workloads.kueue.x-k8s.io", "-n", s.ns.as_str(), "-o", "name"];
+            full.extend_from_slice(args);
+            c.kubectl_ok(&full, None)
+        };
+        for (selector, ours, theirs) in [
+            ("team=ml", ".name", ".metadata.name"),
+            ("team=ml", "{.lastTransitionTime}", ".status.admissionChecks[0].lastTransitionTime"),
+            ("team in (ml,web)", "name", "{.metadata.name}"),
+            ("team!=ml", ".name", ".metadata.name"),
+        ] {
+            let want = kubectl(&["-l", selector, "--sort-by", theirs]);
+            let run = gate(c, &s, &["-n", &s.ns, "-l", selector, "--sort-by", ours, "-o", "name"]);
+            assert_eq!(run.expect_code(0).stdout, want, "-l {selector} --sort-by {ours}");
         }
-    }
-    assert!(seen.contains("list") && seen.contains("watch"), "the selector went with: {seen:?}");
-    // The table follows the same order.
-    let table = gate(c, &s, &["-n", &s.ns, "-l", "team=ml", "--sort-by", ".name", "--no-headers"]);
-    let rows: Vec<&str> = table
-        .stdout
-        .lines()
-        .filter(|l| l.starts_with(&format!("{} ", s.ns)))
-        .filter_map(|l| l.split_whitespace().nth(1))
-        .collect();
-    assert_eq!(rows, ["w-1", "w-10", "w-2", "x-9"], "{}", table.stdout);
-    let run = gate(c, &s, &["-l", "team in (ml", "-n", &s.ns]);
-    assert_ne!(run.code, 0, "a bad selector is refused: {run:?}");
+        // The server filters: the plugin's list and watch of Workloads ask for labelSelector, as
+        // the apiserver's audit log records them.
+        gate(c, &s, &["-n", &s.ns, "-l", "team=web"]).expect_code(0);
+        let mut watch = Watch::start(c, &s.args("gate", &["-n", &s.ns, "-l", "team=web", "--watch"]));
+        watch.wait_for("the first chain", Duration::from_secs(60), |l| l.starts_with("ReadmissionGate: "));
+        drop(watch);
+        let log = std::fs::read_to_string(c.audit_log()).expect("audit log");
+        let workloads = format!("/namespaces/{}/workloads?", s.ns);
+        let mut seen = std::collections::BTreeSet::new();
+        for line in log.lines() {
+            let event: serde_json::Value = serde_json::from_str(line).expect("audit line is JSON");
+            let uri = event["requestURI"].as_str().unwrap_or_default();
+            if !event["userAgent"].as_str().unwrap_or_default().starts_with("kubectl-dispatch/")
+                || !uri.contains(&workloads)
+            {
+                continue;
+            }
+            let verb = event["verb"].as_str().unwrap_or_default().to_string();
+            if uri.contains("labelSelector=team%3Dweb") {
+                seen.insert(verb);
+            } else if !uri.contains("labelSelector=") && !uri.contains("limit=1&") && !uri.ends_with("limit=1") {
+                panic!("a Workload read without the selector: {uri}");
+            }
+        }
+        assert!(seen.contains("list") && seen.contains("watch"), "the selector went with: {seen:?}");
+        // The table follows the same order.
+        let table = gate(c, &s, &["-n", &s.ns, "-l", "team=ml", "--sort-by", ".name", "--no-headers"]);
+        let rows: Vec<&str> = table
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with(&format!("{} ", s.ns)))
+            .filter_map(|l| l.split_whitespace().nth(1))
+            .collect();
+        assert_eq!(rows, ["w-1", "w-10", "w-2", "x-9"], "{}", table.stdout);
+        let run = gate(c, &s, &["-l", "team in (ml", "-n", &s.ns]);
+        assert_ne!(run.code, 0, "a bad selector is refused: {run:?}");
+    });
 }
 
 #[test]
@@ -244,18 +258,29 @@ fn color_is_always_never_or_auto() {
 /// tables' cells are (kubectl would let the tab and the newline break its table).
 #[test]
 fn jsonpath_is_byte_exact_and_columns_are_escaped() {
-    let c = Cluster::shared();
-    let s = Scenario::new("escapes");
-    c.apply(&s.healthy_yaml());
-    let yaml = fixtures::workload(&s.ns, "w-x", &s.lq, Some(&s.cq), &[(&s.check, "Pending", "one\ttwo\nthree", 30)]);
-    c.apply(&yaml);
-    let theirs = c.kubectl_ok(
-        &["get", "workloads.kueue.x-k8s.io", "-n", &s.ns, "w-x", "-o", "jsonpath={.status.admissionChecks[0].message}"],
-        None,
-    );
-    assert_eq!(theirs, "one\ttwo\nthree");
-    let run = gate(c, &s, &["-n", &s.ns, "-o", "jsonpath={.waiting[0].message}"]);
-    assert_eq!(run.expect_code(0).stdout, theirs, "jsonpath prints the bytes, as kubectl");
-    let run = gate(c, &s, &["-n", &s.ns, "--no-headers", "-o", "custom-columns=M:.waiting[0].message"]);
-    assert_eq!(run.expect_code(0).stdout, "one\\ttwo\\nthree\n", "a cell is escaped");
+    each_kubectl(|_kubectl| {
+        let c = Cluster::shared();
+        let s = Scenario::new("escapes");
+        c.apply(&s.healthy_yaml());
+        let yaml =
+            fixtures::workload(&s.ns, "w-x", &s.lq, Some(&s.cq), &[(&s.check, "Pending", "one\ttwo\nthree", 30)]);
+        c.apply(&yaml);
+        let theirs = c.kubectl_ok(
+            &[
+                "get",
+                "workloads.kueue.x-k8s.io",
+                "-n",
+                &s.ns,
+                "w-x",
+                "-o",
+                "jsonpath={.status.admissionChecks[0].message}",
+            ],
+            None,
+        );
+        assert_eq!(theirs, "one\ttwo\nthree");
+        let run = gate(c, &s, &["-n", &s.ns, "-o", "jsonpath={.waiting[0].message}"]);
+        assert_eq!(run.expect_code(0).stdout, theirs, "jsonpath prints the bytes, as kubectl");
+        let run = gate(c, &s, &["-n", &s.ns, "--no-headers", "-o", "custom-columns=M:.waiting[0].message"]);
+        assert_eq!(run.expect_code(0).stdout, "one\\ttwo\\nthree\n", "a cell is escaped");
+    });
 }

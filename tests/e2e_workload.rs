@@ -14,6 +14,7 @@ mod support;
 use std::time::Duration;
 
 use support::fixtures::{self, Scenario, time_ago};
+use support::kubectls::each_kubectl;
 use support::kueue::{Kueue, condition};
 use support::{Cluster, Run, eventually, try_eventually, unique};
 
@@ -425,31 +426,34 @@ fn without_kueue_it_says_kueue_is_not_installed() {
 
 #[test]
 fn kubectl_completes_workload_names() {
-    let c = Cluster::shared();
-    let s = Scenario::new("wl-complete");
-    c.apply(
-        &(world(&s, 1)
-            + &workload(&s.ns, "alpha-1", &s.lq, "", &reserved(&s.cq, false))
-            + &workload(&s.ns, "alpha-2", &s.lq, "", &reserved(&s.cq, false))
-            + &workload(&s.ns, "beta", &s.lq, "", &reserved(&s.cq, false))),
-    );
-    let dir = std::env::temp_dir().join(unique("wl-completer"));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_kubectl-dispatch"), dir.join("kubectl_complete-dispatch")).unwrap();
-    let path = format!("{}:{}", dir.display(), support::plugin_path());
-    let complete = |words: &[&str]| {
-        let mut args = vec!["__complete", "dispatch"];
-        args.extend_from_slice(words);
-        let mut cmd = c.command("kubectl", &args);
-        cmd.env("PATH", &path);
-        let run = Run::from(cmd.output().expect("kubectl __complete"));
-        run.expect_code(0);
-        run.lines().into_iter().map(String::from).collect::<Vec<_>>()
-    };
-    assert_eq!(complete(&["workload", "-n", &s.ns, "al"]), ["alpha-1", "alpha-2", ":4"]);
-    assert_eq!(complete(&["-n", &s.ns, "kwl", ""]), ["alpha-1", "alpha-2", "beta", ":4"]);
-    assert_eq!(complete(&["workload", "-n", &s.ns, "beta", ""]), [":4"]);
-    std::fs::remove_dir_all(dir).unwrap();
+    each_kubectl(|_kubectl| {
+        let c = Cluster::shared();
+        let s = Scenario::new("wl-complete");
+        c.apply(
+            &(world(&s, 1)
+                + &workload(&s.ns, "alpha-1", &s.lq, "", &reserved(&s.cq, false))
+                + &workload(&s.ns, "alpha-2", &s.lq, "", &reserved(&s.cq, false))
+                + &workload(&s.ns, "beta", &s.lq, "", &reserved(&s.cq, false))),
+        );
+        let dir = std::env::temp_dir().join(unique("wl-completer"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_kubectl-dispatch"), dir.join("kubectl_complete-dispatch"))
+            .unwrap();
+        let path = format!("{}:{}", dir.display(), support::plugin_path());
+        let complete = |words: &[&str]| {
+            let mut args = vec!["__complete", "dispatch"];
+            args.extend_from_slice(words);
+            let mut cmd = c.command("kubectl", &args);
+            cmd.env("PATH", &path);
+            let run = Run::from(cmd.output().expect("kubectl __complete"));
+            run.expect_code(0);
+            run.lines().into_iter().map(String::from).collect::<Vec<_>>()
+        };
+        assert_eq!(complete(&["workload", "-n", &s.ns, "al"]), ["alpha-1", "alpha-2", ":4"]);
+        assert_eq!(complete(&["-n", &s.ns, "kwl", ""]), ["alpha-1", "alpha-2", "beta", ":4"]);
+        assert_eq!(complete(&["workload", "-n", &s.ns, "beta", ""]), [":4"]);
+        std::fs::remove_dir_all(dir).unwrap();
+    });
 }
 
 /// A ResourceFlavor, dispatch's AdmissionCheck (Active), ClusterQueue team-a (8 cpu) listing

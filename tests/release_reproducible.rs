@@ -1,6 +1,9 @@
 //! The release build is reproducible: `scripts/release` run in two checkouts of HEAD, at two
 //! different folders and at two different times (one build after the other), gives the same
 //! binary and the same archive, byte for byte, and neither names a folder of this machine.
+//! The first build is `release::head_build()`, the one `tests/e2e_krew.rs` installs through
+//! Krew (made by whichever of the two runs first, kept for this commit); the second is made
+//! here, always, in another checkout at another folder.
 //!
 //! What it shares, and so does not prove: both builds run on this machine with one toolchain,
 //! one CARGO_HOME and one cargo target dir (`~/.cache/kubectl-dispatch/release-rebuild`), so the dependencies are
@@ -15,16 +18,16 @@
 #[path = "support/release.rs"]
 mod release;
 
-use release::{build, checkout, git, host_platform, repo, target_dir, temp_dir};
+use release::{build, checkout, git, head_build, host_platform, repo, target_dir, temp_dir};
 
 #[test]
 fn two_checkouts_of_head_in_two_folders_build_the_same_archive() {
     let head = git(&repo(), &["rev-parse", "HEAD"]);
     let work = temp_dir("reproducible");
-    let (one, two) = (work.join("one/kubectl-dispatch"), work.join("two/somewhere/deeper/kd"));
-
-    checkout(&head, &one);
-    let first = build(&one, &work.join("dist-one"));
+    let head_build = head_build();
+    let (first, one, dist_one) = (head_build.built, head_build.checkout, head_build.dist);
+    let two = work.join("two/somewhere/deeper/kd");
+    assert_ne!(one, two);
     // The second checkout is made after the first build: other files, other times.
     checkout(&head, &two);
     let second = build(&two, &work.join("dist-two"));
@@ -56,11 +59,11 @@ fn two_checkouts_of_head_in_two_folders_build_the_same_archive() {
     }
 
     // The archive's entries carry the commit's time, not the build's.
-    let epoch = git(&one, &["log", "-1", "--format=%ct", "--", ".", ":(exclude)krew"]);
+    let epoch = git(&two, &["log", "-1", "--format=%ct", "--", ".", ":(exclude)krew"]);
     let listing = release::ok(
         std::process::Command::new("tar")
             .args(["--list", "--verbose", "--full-time", "--gzip", "--file"])
-            .arg(work.join(format!("dist-one/kubectl-dispatch-{platform}.tar.gz")))
+            .arg(dist_one.join(format!("kubectl-dispatch-{platform}.tar.gz")))
             .env("TZ", "UTC"),
     );
     let when = release::ok(std::process::Command::new("date").args(["-u", "-d", &format!("@{epoch}"), "+%F %T"]));

@@ -106,9 +106,9 @@ tc_ensure_built() {
 		# parseable gitVersion (the module build reports v0.0.0-master+$Format:%H$).
 		local v=k8s.io/component-base/version minor=${k8s_v#v*.}
 		minor=${minor%%.*}
-		tc_build "$TESTCLUSTER_KUBE_APISERVER" "kube-apiserver $k8s_v (cold build takes about 4 minutes)" \
+		tc_build "$TESTCLUSTER_KUBE_APISERVER" "kube-apiserver $k8s_v (cold build takes about 7 minutes on 2 cores)" \
 			k8s.io/kubernetes/cmd/kube-apiserver -ldflags "-X $v.gitVersion=$k8s_v -X $v.gitMajor=1 -X $v.gitMinor=$minor -X $v.gitTreeState=clean"
-		tc_build "$TESTCLUSTER_ETCD" "etcd $etcd_v (cold build takes about 30 seconds)" ./cmd/etcd
+		tc_build "$TESTCLUSTER_ETCD" "etcd $etcd_v (cold build takes about a minute)" ./cmd/etcd
 		if [[ ! -x $TESTCLUSTER_BIN ]]; then
 			tc_build "$TESTCLUSTER_BIN" "testcluster harness" ./cmd/testcluster
 			tc_prune "$cache" testcluster
@@ -218,6 +218,29 @@ tc_ensure_printcheck_built() {
 			tc_build_in "$dir" "$TESTCLUSTER_PRINTCHECK" "printer checker (client-go util/jsonpath, kubectl custom-columns)" .
 			tc_prune "$cache" printcheck
 		fi
+		exec {lockfd}>&-
+	fi
+}
+
+# kubectl at the default cluster's version (k8s.io/kubernetes/cmd/kubectl from this module's
+# go.mod, stamped like kube-apiserver), for the tests that run once per kubectl: the machine's
+# and this one (tests/support/mod.rs, each_kubectl). Built as kubectl-<version>, a lock of its own.
+tc_ensure_kubectl_built() {
+	local cache k8s_v lockfd minor v=k8s.io/component-base/version
+	tc_find_go
+	cache=$(tc_cache_dir)
+	k8s_v=$(tc_mod_version k8s.io/kubernetes)
+	[[ -n $k8s_v ]] || tc_die "cannot read the k8s.io/kubernetes version from $tc_module_dir/go.mod"
+	TESTCLUSTER_KUBECTL=$cache/kubectl-$k8s_v
+	export TESTCLUSTER_GO TESTCLUSTER_KUBECTL
+	if [[ ! -x $TESTCLUSTER_KUBECTL ]]; then
+		mkdir -p "$cache"
+		exec {lockfd}>"$cache/.build-kubectl.lock"
+		flock "$lockfd"
+		minor=${k8s_v#v*.}
+		minor=${minor%%.*}
+		tc_build "$TESTCLUSTER_KUBECTL" "kubectl $k8s_v (cold build takes about 2 minutes after kube-apiserver's)" \
+			k8s.io/kubernetes/cmd/kubectl -ldflags "-X $v.gitVersion=$k8s_v -X $v.gitMajor=1 -X $v.gitMinor=$minor -X $v.gitTreeState=clean"
 		exec {lockfd}>&-
 	fi
 }

@@ -11,6 +11,7 @@ pub mod elector;
 pub mod fixtures;
 pub mod forward;
 pub mod hostile;
+pub mod kubectls;
 pub mod kueue;
 pub mod pods;
 pub mod printcheck;
@@ -107,6 +108,12 @@ impl Cluster {
         let mut extra = vec!["--kueue-manager"];
         extra.extend_from_slice(flags);
         Cluster::start_with(version, &extra)
+    }
+
+    /// A new cluster on kube-apiserver `version` (`--apiserver-version`: a version of
+    /// tests/cluster/apiserver/, or the default's), with Kueue v0.17.0's CRDs.
+    pub fn start_on_apiserver(version: &str) -> Cluster {
+        Cluster::start_with("v0.17.0", &["--apiserver-version", version])
     }
 
     /// A new cluster whose kube-apiserver serves lists and watches from etcd rather than its
@@ -224,8 +231,10 @@ impl Cluster {
         Run::from(run(self.command("kubectl", &full), None))
     }
 
+    /// `program ARGS` with this cluster's kubeconfig and the plugin first on PATH; `kubectl`
+    /// is the kubectl this thread runs ([`kubectls::program`]).
     pub fn command(&self, program: &str, args: &[&str]) -> Command {
-        let mut cmd = Command::new(program);
+        let mut cmd = if program == "kubectl" { Command::new(kubectls::program()) } else { Command::new(program) };
         cmd.args(args).env("KUBECONFIG", self.kubeconfig()).env("PATH", plugin_path()).env_remove("NO_COLOR");
         cmd
     }
@@ -255,7 +264,7 @@ pub fn with_kubeconfig(kubeconfig: &str, args: &[&str]) -> Run {
     std::fs::write(&path, kubeconfig).unwrap();
     let mut full = vec!["dispatch"];
     full.extend_from_slice(args);
-    let out = Command::new("kubectl")
+    let out = Command::new(kubectls::program())
         .args(&full)
         .env("KUBECONFIG", &path)
         .env("PATH", plugin_path())

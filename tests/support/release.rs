@@ -157,3 +157,63 @@ pub fn toolchain() -> String {
         .unwrap_or_else(|| "no cc".into());
     format!("{rustc}, linked by {cc}")
 }
+
+/// The release build of HEAD that `tests/e2e_krew.rs` packs and installs and
+/// `tests/release_reproducible.rs` takes as its first build: made once per commit and
+/// toolchain, in a checkout of its own (`checkout`, removed afterwards), and kept beside the
+/// release target dir (`release-head/`; older commits' are removed), so a test run builds the
+/// release twice (this one, and the reproducibility test's second checkout), not three times.
+pub struct HeadBuild {
+    pub built: Built,
+    /// Where HEAD was checked out for the build (gone now; its path must not be in the binary).
+    pub checkout: PathBuf,
+    /// scripts/release's --out: the archive and krew/dispatch.yaml.
+    pub dist: PathBuf,
+    /// Whether this call built it (false: an earlier test of this commit did).
+    pub fresh: bool,
+}
+
+pub fn head_build() -> HeadBuild {
+    let head = git(&repo(), &["rev-parse", "HEAD"]);
+    let key = {
+        let rustc = ok(Command::new("rustc").arg("-V"));
+        let digest = ok(Command::new("sh").args(["-c", "printf %s \"$1\" | sha256sum", "sh", &rustc]));
+        format!("{head}-{}", &digest[..12])
+    };
+    let memos = target_dir().with_file_name("release-head");
+    let memo = memos.join(&key);
+    let mut fresh = false;
+    if !memo.join("done").is_file() {
+        let tmp = memos.join(format!("{key}.tmp.{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(&tmp).expect("mkdir release-head");
+        let work = temp_dir("head");
+        let checkout_dir = work.join("one/kubectl-dispatch");
+        checkout(&head, &checkout_dir);
+        let built = build(&checkout_dir, &tmp.join("dist"));
+        std::fs::write(tmp.join("kubectl-dispatch"), &built.binary).expect("keep the binary");
+        std::fs::write(tmp.join("stderr"), &built.stderr).expect("keep the build's stderr");
+        std::fs::write(tmp.join("checkout"), checkout_dir.display().to_string()).expect("keep the checkout's path");
+        std::fs::write(tmp.join("done"), "").expect("mark it done");
+        let _ = std::fs::remove_dir_all(&work);
+        // Another commit's builds are of no more use.
+        for old in std::fs::read_dir(&memos).expect("read release-head").flatten() {
+            if old.path() != tmp {
+                let _ = std::fs::remove_dir_all(old.path());
+            }
+        }
+        std::fs::rename(&tmp, &memo).expect("keep the build");
+        fresh = true;
+    }
+    let dist = memo.join("dist");
+    let name = format!("kubectl-dispatch-{}.tar.gz", host_platform());
+    let built = Built {
+        archive: std::fs::read(dist.join(&name)).unwrap_or_else(|e| panic!("{name}: {e}")),
+        sha256: sha256(&dist.join(&name)),
+        binary: std::fs::read(memo.join("kubectl-dispatch")).expect("the kept binary"),
+        manifest: std::fs::read_to_string(dist.join("krew/dispatch.yaml")).expect("the kept manifest"),
+        stderr: std::fs::read_to_string(memo.join("stderr")).expect("the kept stderr"),
+    };
+    let checkout = PathBuf::from(std::fs::read_to_string(memo.join("checkout")).expect("the checkout's path"));
+    HeadBuild { built, checkout, dist, fresh }
+}

@@ -138,8 +138,10 @@ impl Shapes {
     /// `kubectl ARGS` with a terminal (a pty from util-linux's `script`) as its standard input
     /// and output, as a person runs it.
     pub fn kubectl_in_terminal(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
-        let line: Vec<String> =
-            std::iter::once("kubectl").chain(args.iter().copied()).map(|a| format!("'{a}'")).collect();
+        let line: Vec<String> = std::iter::once(super::kubectls::program().to_string_lossy().into_owned())
+            .chain(args.iter().map(|a| a.to_string()))
+            .map(|a| format!("'{a}'"))
+            .collect();
         // The same environment as [`Shapes::command`] gives kubectl.
         let plain = self.command(&[], env);
         let mut script = Command::new("script");
@@ -155,7 +157,7 @@ impl Shapes {
 
     /// The command [`Shapes::kubectl`] runs, to start it another way.
     pub fn command(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
-        let mut cmd = Command::new("kubectl");
+        let mut cmd = Command::new(super::kubectls::program());
         cmd.args(args)
             .current_dir(&self.cwd)
             .env("PATH", plugin_path())

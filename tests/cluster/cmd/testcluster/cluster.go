@@ -233,6 +233,10 @@ func startCluster(cfg config) error {
 		"--secure-port=" + strconv.Itoa(ports[2]),
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
+		// kube-apiserver 1.37 refuses a loopback advertise address with the default (lease)
+		// endpoint reconciler ("may not be in the loopback range"); nothing here reads the
+		// kubernetes Service's endpoints, so none are kept (every version takes the flag).
+		"--endpoint-reconciler-type=none",
 		"--cert-dir=" + pkiDir,
 		"--tls-cert-file=" + filepath.Join(pkiDir, "apiserver.crt"),
 		"--tls-private-key-file=" + filepath.Join(pkiDir, "apiserver.key"),

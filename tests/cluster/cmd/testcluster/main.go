@@ -21,13 +21,13 @@ import (
 )
 
 const usage = `usage:
-  testcluster run [--kueue VERSION] [--kueue-manager [--kueue-leader-elect] [--kueue-v1beta2-only]
+  testcluster run [--apiserver-version V] [--kueue VERSION] [--kueue-manager [--kueue-leader-elect] [--kueue-v1beta2-only]
       [--kueue-feature-gates GATES]] [--] CMD [ARGS...]
       start a cluster in a temporary folder, run CMD with KUBECONFIG, DISPATCH_TEST_AUDIT_LOG,
       DISPATCH_TEST_STATE_DIR, APISERVER_URL and DISPATCH_TEST_TOKEN_FILE set, tear down,
       exit with CMD's status
       (125 if the cluster failed to start; 130/143 on SIGINT/SIGTERM).
-  testcluster start --state-dir DIR [--kueue VERSION] [--kueue-manager [--kueue-leader-elect] [--kueue-v1beta2-only]
+  testcluster start --state-dir DIR [--apiserver-version V] [--kueue VERSION] [--kueue-manager [--kueue-leader-elect] [--kueue-v1beta2-only]
       [--kueue-feature-gates GATES]] [--owner-pid PID] [--no-watch-cache]
       start a cluster living in DIR (new or empty), write DIR/env, return once ready. The
       processes outlive this command; with --owner-pid the cluster is torn down and DIR
@@ -46,12 +46,16 @@ const usage = `usage:
       with --kueue-leader-elect, stays as last renewed and goes stale)
   testcluster start-kueue-manager --state-dir DIR   start it again, wait until ready
   testcluster build-kueue-manager VERSION...    build Kueue's manager for each VERSION into the cache
+  testcluster build-apiserver VERSION...        build kube-apiserver VERSION into the cache
   testcluster proxy --kind http|socks5 --log FILE [--user U --password P] [--listen 127.0.0.1:0]
       a real forward proxy on loopback (HTTP CONNECT: goproxy; SOCKS5: go-socks5), optionally
       requiring credentials; prints "listening on 127.0.0.1:PORT", appends one line per
       connection to FILE ("CONNECT 127.0.0.1:6443", "SOCKS5 127.0.0.1:6443", "DENIED ...");
       ends on SIGTERM/SIGINT or when its stdin closes. Its own binary (Go module
       tests/cluster/proxy), run by tests/cluster/testcluster; "proxy --help" for details.
+--apiserver-version runs kube-apiserver V instead of the default (the k8s.io/kubernetes that
+tests/cluster/go.mod pins): built from the Go module tests/cluster/apiserver/V into the cache as
+kube-apiserver-V (5 to 10 minutes cold on 2 cores); etcd stays the default's.
 VERSION is a Kueue version pinned in tests/cluster/kueue.sums (default v0.17.0), or none.
 --kueue-manager also runs Kueue's own controller manager (sigs.k8s.io/kueue/cmd/kueue of that
 version, built from the Go module tests/cluster/kueue/VERSION into the cache as
@@ -94,6 +98,7 @@ func realMain(args []string) int {
 	leaderElect := fs.Bool("kueue-leader-elect", false, "run Kueue's manager with leader election on")
 	v1beta2Only := fs.Bool("kueue-v1beta2-only", false, "serve Kueue's CRDs at v1beta2 alone")
 	featureGates := fs.String("kueue-feature-gates", "", "more feature gates for Kueue's manager (A=true,B=false)")
+	apiVersion := fs.String("apiserver-version", "", "kube-apiserver version (default: the one go.mod pins)")
 	ownerStart := fs.String("owner-start", "", "(internal)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
@@ -105,7 +110,7 @@ func realMain(args []string) int {
 			return fail("%v", err)
 		}
 		dir = abs
-	} else if args[0] != "run" && args[0] != "build-kueue-manager" && args[0] != "help" && args[0] != "-h" && args[0] != "--help" {
+	} else if args[0] != "run" && args[0] != "build-kueue-manager" && args[0] != "build-apiserver" && args[0] != "help" && args[0] != "-h" && args[0] != "--help" {
 		fmt.Fprintf(os.Stderr, "testcluster %s: --state-dir is required\n%s", args[0], usage)
 		return 2
 	}
@@ -115,9 +120,9 @@ func realMain(args []string) int {
 			fmt.Fprintf(os.Stderr, "testcluster run: no command given\n%s", usage)
 			return 2
 		}
-		return cmdRun(kueueOptions{*kueue, *manager, *leaderElect, *v1beta2Only, *featureGates}, fs.Args())
+		return cmdRun(kueueOptions{*kueue, *manager, *leaderElect, *v1beta2Only, *featureGates}, *apiVersion, fs.Args())
 	case "start":
-		return cmdStart(dir, kueueOptions{*kueue, *manager, *leaderElect, *v1beta2Only, *featureGates}, *owner, *noCache)
+		return cmdStart(dir, kueueOptions{*kueue, *manager, *leaderElect, *v1beta2Only, *featureGates}, *apiVersion, *owner, *noCache)
 	case "stop":
 		if err := teardown(dir); err != nil {
 			return fail("%v", err)
@@ -137,6 +142,8 @@ func realMain(args []string) int {
 		return cmdStartKueueManager(dir)
 	case "build-kueue-manager":
 		return cmdBuildKueueManager(fs.Args())
+	case "build-apiserver":
+		return cmdBuildAPIServer(fs.Args())
 	case "_kueue-exec":
 		return kueueExec(dir, fs.Args())
 	case "_reap":
@@ -235,6 +242,13 @@ func cmdBuildKueueManager(versions []string) int {
 	if len(versions) == 0 || moduleDir == "" {
 		return fail("build-kueue-manager VERSION... (through tests/cluster/testcluster)")
 	}
+	// One Go build cache for all the versions built here (see kueueManagerBinary).
+	gocache, err := os.MkdirTemp("", "kueue-manager-gocache-")
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer os.RemoveAll(gocache)
+	os.Setenv("TESTCLUSTER_KUEUE_GOCACHE", gocache)
 	for _, v := range versions {
 		if err := checkKueueVersion(moduleDir, v); err != nil {
 			return fail("%v", err)
@@ -248,9 +262,12 @@ func cmdBuildKueueManager(versions []string) int {
 	return 0
 }
 
-func cmdStart(dir string, o kueueOptions, owner int, noCache bool) int {
+func cmdStart(dir string, o kueueOptions, apiVersion string, owner int, noCache bool) int {
 	cfg, err := configFromEnv(dir, o.version)
 	cfg.noWatchCache = noCache
+	if err == nil {
+		cfg.apiserverBin, err = apiserverBinary(cfg.moduleDir, apiVersion)
+	}
 	if err == nil {
 		err = withKueueManager(&cfg, o)
 	}
@@ -264,13 +281,16 @@ func cmdStart(dir string, o kueueOptions, owner int, noCache bool) int {
 	return bringUp(cfg, owner, sigc, 1)
 }
 
-func cmdRun(o kueueOptions, argv []string) int {
+func cmdRun(o kueueOptions, apiVersion string, argv []string) int {
 	sigc := notifySignals()
 	dir, err := os.MkdirTemp("", "testcluster-")
 	if err != nil {
 		return fail("%v", err)
 	}
 	cfg, err := configFromEnv(dir, o.version)
+	if err == nil {
+		cfg.apiserverBin, err = apiserverBinary(cfg.moduleDir, apiVersion)
+	}
 	if err == nil {
 		err = withKueueManager(&cfg, o)
 	}

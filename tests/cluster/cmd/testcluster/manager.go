@@ -101,12 +101,17 @@ func kueueManagerBinary(moduleDir, version string) (string, error) {
 	fmt.Fprintf(os.Stderr, "testcluster: building Kueue's manager %s (sigs.k8s.io/kueue/cmd/kueue; a cold build takes about 6 minutes on 2 cores)...\n", version)
 	t0 := time.Now()
 	// A Go build cache of its own, removed afterwards: a version's compiled packages take
-	// about 1.8 GB and share little with anything else; only the binary is kept.
-	gocache, err := os.MkdirTemp("", "kueue-manager-gocache-")
-	if err != nil {
-		return "", err
+	// about 1.8 GB and share little with anything else; only the binary is kept. Builds of
+	// several versions in one command (build-kueue-manager V1 V2 ...) share one, so the
+	// standard library (CGO_ENABLED=0) and the modules two versions pin alike compile once.
+	gocache := os.Getenv("TESTCLUSTER_KUEUE_GOCACHE")
+	if gocache == "" {
+		gocache, err = os.MkdirTemp("", "kueue-manager-gocache-")
+		if err != nil {
+			return "", err
+		}
+		defer os.RemoveAll(gocache)
 	}
-	defer os.RemoveAll(gocache)
 	tmp := fmt.Sprintf("%s.tmp.%d", bin, os.Getpid())
 	cmd := exec.CommandContext(shutdownCtx, goBinary(), "build", "-trimpath", "-buildvcs=false", "-mod=readonly",
 		"-ldflags", "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion="+version,

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// The default cluster's kube-apiserver is the one tests/cluster/go.mod pins, built by
+// lib.sh and passed as TESTCLUSTER_KUBE_APISERVER. Every other version the plugin is tested
+// on (start --apiserver-version VERSION) has a Go module of its own, apiserver/VERSION, since
+// one go.mod pins one k8s.io/kubernetes, and is built into the cache as kube-apiserver-VERSION,
+// the name lib.sh gives the default one.
+
+var apiserverVersionRE = regexp.MustCompile(`^v1\.[0-9]+\.[0-9]+$`)
+
+// defaultAPIServerVersion is the version in TESTCLUSTER_KUBE_APISERVER's name.
+func defaultAPIServerVersion() string {
+	return strings.TrimPrefix(filepath.Base(os.Getenv("TESTCLUSTER_KUBE_APISERVER")), "kube-apiserver-")
+}
+
+// apiserverBinary returns the cached kube-apiserver of version, building it first if needed
+// (one build at a time on the machine; the others wait, then find it built).
+func apiserverBinary(moduleDir, version string) (string, error) {
+	if version == "" || version == defaultAPIServerVersion() {
+		return os.Getenv("TESTCLUSTER_KUBE_APISERVER"), nil
+	}
+	if !apiserverVersionRE.MatchString(version) {
+		return "", fmt.Errorf("--apiserver-version %q: want a version such as v1.34.4", version)
+	}
+	cache := os.Getenv("TESTCLUSTER_CACHE_DIR")
+	if cache == "" {
+		return "", errors.New("TESTCLUSTER_CACHE_DIR is not set (run testcluster through tests/cluster/run or tests/cluster/testcluster)")
+	}
+	bin := filepath.Join(cache, "kube-apiserver-"+version)
+	if exists(bin) {
+		return bin, nil
+	}
+	modDir := filepath.Join(moduleDir, "apiserver", version)
+	gomod, err := os.ReadFile(filepath.Join(modDir, "go.mod"))
+	if err != nil {
+		return "", fmt.Errorf("no Go module to build kube-apiserver %s from: %v (each version but the default, %s, has its own: tests/cluster/apiserver/VERSION)",
+			version, err, defaultAPIServerVersion())
+	}
+	if !regexp.MustCompile(`(?m)^\s*(require\s+)?k8s\.io/kubernetes\s+` + regexp.QuoteMeta(version) + `(\s|$)`).Match(gomod) {
+		return "", fmt.Errorf("%s/go.mod does not require k8s.io/kubernetes %s", modDir, version)
+	}
+	return bin, buildLocked(cache, ".build-apiserver.lock", bin, func(tmp string) error {
+		return buildAPIServer(modDir, version, tmp)
+	})
+}
+
+// buildLocked runs build(tmp) under the cache's lock file unless bin exists, then moves tmp
+// to bin.
+func buildLocked(cache, lockName, bin string, build func(tmp string) error) error {
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return err
+	}
+	lock, err := os.OpenFile(filepath.Join(cache, lockName), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return err
+	}
+	if exists(bin) {
+		return nil
+	}
+	tmp := fmt.Sprintf("%s.tmp.%d", bin, os.Getpid())
+	if err := build(tmp); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, bin)
+}
+
+// buildAPIServer builds k8s.io/kubernetes/cmd/kube-apiserver in modDir into out, stamped
+// with version as a release build is (/version needs a parseable gitVersion).
+func buildAPIServer(modDir, version, out string) error {
+	fmt.Fprintf(os.Stderr, "testcluster: building kube-apiserver %s (k8s.io/kubernetes/cmd/kube-apiserver; a cold build takes 5 to 10 minutes on 2 cores)...\n", version)
+	t0 := time.Now()
+	minor := strings.SplitN(strings.TrimPrefix(version, "v"), ".", 3)[1]
+	const v = "k8s.io/component-base/version"
+	cmd := exec.CommandContext(shutdownCtx, goBinary(), "build", "-trimpath", "-buildvcs=false", "-mod=readonly",
+		"-ldflags", "-X "+v+".gitVersion="+version+" -X "+v+".gitMajor=1 -X "+v+".gitMinor="+minor+" -X "+v+".gitTreeState=clean",
+		"-o", out, "k8s.io/kubernetes/cmd/kube-apiserver")
+	cmd.Dir = modDir
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+		if len(lines) > 15 {
+			lines = lines[len(lines)-15:]
+		}
+		return fmt.Errorf("cannot build kube-apiserver: go build k8s.io/kubernetes/cmd/kube-apiserver in the module tests/cluster/apiserver/%s failed: %v\n  %s",
+			version, err, strings.Join(lines, "\n  "))
+	}
+	fmt.Fprintf(os.Stderr, "testcluster: built kube-apiserver %s in %.0fs\n", version, time.Since(t0).Seconds())
+	return nil
+}
+
+func cmdBuildAPIServer(versions []string) int {
+	moduleDir := os.Getenv("TESTCLUSTER_MODULE_DIR")
+	if len(versions) == 0 || moduleDir == "" {
+		return fail("build-apiserver VERSION... (through tests/cluster/testcluster)")
+	}
+	for _, v := range versions {
+		bin, err := apiserverBinary(moduleDir, v)
+		if err != nil {
+			return fail("%v", err)
+		}
+		fmt.Println(bin)
+	}
+	return 0
+}
