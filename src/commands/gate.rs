@@ -183,7 +183,7 @@ pub fn warnings(
 /// one more list, on that path only; `None` when it fails or finds none.
 async fn elsewhere(
     conn: &Connection,
-    kueue: &Kueue,
+    kueue: &KueueApi,
     opts: &GateOptions<'_>,
     run: &GateRun,
     log: &Log,
