@@ -52,7 +52,8 @@ Exit codes:
   3  gate no, or Lease not fresh; doctor: something would stop the gate or the plugin
   4  unknown: a read that decides was forbidden; doctor: a check could not be made
   5  lease --until stale|holder-change: --timeout came first
-     (--watch, gate --wait and lease --until fresh end on --timeout with the last state's code)";
+     (gate --wait and lease --until fresh end on --timeout with the last state's code;
+     a plain --watch ends on --timeout or Ctrl-C with 0)";
 
 /// `workload`'s own meaning of the codes, in its `--help` and the README.
 pub const WORKLOAD_EXIT_CODES_HELP: &str = "\

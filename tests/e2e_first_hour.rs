@@ -111,3 +111,15 @@ fn gate_wait_timeout_says_so() {
         run.stderr
     );
 }
+
+#[test]
+fn lease_until_timeout_says_so() {
+    let c = Cluster::shared();
+    let s = Scenario::new("first-until");
+    c.apply(&s.healthy_yaml());
+    c.apply(&fixtures::lease(&s.lease_ns, &s.lease_name, Some("pod-1_a"), Some(0), Some(3600)));
+    let run = c.dispatch(&s.args("lease", &["--watch", "--until", "stale", "--timeout", "3s"]));
+    run.expect_code(5);
+    let want = format!("error: timed out waiting for Lease {} to be stale (--timeout 3s; last: fresh)", s.lease);
+    assert!(run.stderr.contains(&want), "{}", run.stderr);
+}
