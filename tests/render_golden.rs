@@ -298,9 +298,9 @@ fn gate_stuck() {
             "ml",
             "train-llama-7b-x9k2",
             Some("team-a"),
-            vec![check("Pending", "waiting for dispatch", 5 * 60 + 12)],
+            vec![dispatch_check("Pending", "waiting for dispatch", 5 * 60 + 12)],
         ),
-        workload("web", "render-frames-0", Some("team-a"), vec![check("Pending", "", 3 * 60 + 1)]),
+        workload("web", "render-frames-0", Some("team-a"), vec![dispatch_check("Pending", "", 3 * 60 + 1)]),
     ];
     gate_golden("gate-stuck", GateInput { namespace: None, ..GateInput::new(stale_facts(), workloads) });
 }
@@ -396,7 +396,8 @@ fn gate_queue_inactive() {
         secs(20 * 60),
     ));
     let facts = GateFacts { cluster_queues: Fetched::Found(vec![team_a, cq("batch", &[])]), ..healthy_facts() };
-    let workloads = vec![workload("ml", "train-llama-7b-x9k2", Some("team-a"), vec![check("Pending", "", 60)])];
+    let workloads =
+        vec![workload("ml", "train-llama-7b-x9k2", Some("team-a"), vec![dispatch_check("Pending", "", 60)])];
     let mut input = GateInput::new(facts, workloads);
     input.settings.cluster_queues = vec!["team-a".into(), "team-b".into()];
     gate_golden("gate-queue-inactive", input);
