@@ -6,6 +6,7 @@ use crate::commands::doctor::{self, DoctorOptions};
 use crate::commands::fleet::{self, FleetOptions};
 use crate::commands::gate::{self, GateOptions};
 use crate::commands::{Deps, gate_watch, lease, lease_watch, workload};
+use crate::core::lease::LeaseRef;
 use crate::error::Error;
 use crate::exit::Exit;
 use crate::invocation::{Invocation, Verb, WorkloadView};
@@ -58,8 +59,10 @@ pub async fn run(inv: &Invocation, deps: &mut Deps<'_>) -> Result<Exit, Error> {
                 DoctorOptions { lease, kueue_lease, output: *output, all_namespaces: *all_namespaces, rbac: *rbac };
             doctor::run(&conn, &opts, deps).await
         }
-        Verb::Lease { lease, kueue_lease, output, watch } => {
+        Verb::Lease { lease, in_context_namespace, kueue_lease, output, watch } => {
             let conn = connect().await?;
+            let in_context = LeaseRef { namespace: conn.namespace.clone(), name: lease.name.clone() };
+            let lease = if *in_context_namespace { &in_context } else { lease };
             match watch {
                 None => lease::run(&conn, lease, *output, deps).await,
                 Some(watch) => {

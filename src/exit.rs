@@ -52,7 +52,8 @@ Exit codes:
   3  gate no, or Lease not fresh; doctor: something would stop the gate or the plugin
   4  unknown: a read that decides was forbidden; doctor: a check could not be made
   5  lease --until stale|holder-change: --timeout came first
-     (gate --wait and lease --until fresh end on --timeout with the last state's code)";
+     (gate --wait and lease --until fresh end on --timeout with the last state's code;
+     a plain --watch ends on --timeout or Ctrl-C with 0)";
 
 /// `workload`'s own meaning of the codes, in its `--help` and the README.
 pub const WORKLOAD_EXIT_CODES_HELP: &str = "\
@@ -63,8 +64,29 @@ Exit codes:
   3  the Workload is not admitted: it waits, was rejected, evicted or deactivated
   4  reading the Workload was forbidden";
 
+/// What a live mode says on stderr when `--timeout` comes before what it waited for, as
+/// `kubectl wait` says `error: timed out waiting for the condition`, naming what was awaited:
+/// `timed out waiting for the gate to be yes (--timeout 3s; last: no)`.
+pub fn timed_out(awaited: &str, timeout: std::time::Duration, last: Option<&str>) -> String {
+    let last = last.map(|l| format!("; last: {l}")).unwrap_or_default();
+    format!("timed out waiting for {awaited} (--timeout {}{last})", crate::core::duration::go_duration(timeout))
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn timed_out_names_what_was_awaited() {
+        assert_eq!(
+            super::timed_out("the gate to be yes", std::time::Duration::from_secs(3), Some("no")),
+            "timed out waiting for the gate to be yes (--timeout 3s; last: no)"
+        );
+        assert_eq!(
+            super::timed_out("Lease a/b to be stale", std::time::Duration::from_millis(1500), None),
+            "timed out waiting for Lease a/b to be stale (--timeout 1.5s)"
+        );
+    }
+
     use super::*;
 
     #[test]

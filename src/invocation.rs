@@ -152,6 +152,9 @@ pub enum Verb {
     },
     Lease {
         lease: LeaseRef,
+        /// `lease NAME` without `-n`: the Lease is in the context's namespace, as `kubectl get
+        /// lease NAME` reads it; known once connected.
+        in_context_namespace: bool,
         /// Kueue's manager's Lease, followed by `--watch` as context.
         kueue_lease: LeaseRef,
         output: Output,

@@ -129,7 +129,7 @@ fn report(e: &Error) -> Exit {
         stderr.foreign(&hint);
     }
     if e.is_usage() {
-        stderr.ours("See 'kubectl dispatch --help' for usage.");
+        stderr.ours(&cli::usage_hint());
     }
     e.exit()
 }

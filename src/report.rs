@@ -129,6 +129,9 @@ pub struct ChainDoc {
     pub verdict: Verdict,
     pub mode: &'static str,
     pub reason: Option<String>,
+    /// A stable name for the deciding reason (`LeaseStale`, `ClusterQueueNotFound`, ...); `null`
+    /// when the gate holds.
+    pub reason_code: Option<&'static str>,
     pub checks: Vec<CheckDoc>,
 }
 
@@ -156,8 +159,12 @@ pub struct CheckDoc {
     pub title: &'static str,
     pub result: &'static str,
     pub detail: String,
+    /// false after the deciding failure: the adapter stops there.
+    pub reached: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason_code: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub missing_rbac: Option<String>,
 }
@@ -170,6 +177,8 @@ pub struct LeaseDoc {
     pub status: &'static str,
     pub verdict: Verdict,
     pub reason: Option<String>,
+    /// A stable name for the reason (`LeaseStale`, `LeaseNotFound`, `LeaseForbidden`, ...).
+    pub reason_code: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub missing_rbac: Option<String>,
     pub holder: Option<String>,
@@ -322,6 +331,7 @@ pub fn lease_doc(a: &LeaseAssessment) -> LeaseDoc {
         status: a.state.label(),
         verdict: a.state.verdict(),
         reason: a.state.reason(&a.lease),
+        reason_code: crate::core::gate::lease_code(&a.state),
         missing_rbac: match &a.state {
             LeaseState::Forbidden { rule } => Some(rule.clone()),
             _ => None,
@@ -339,7 +349,7 @@ pub fn lease_doc(a: &LeaseAssessment) -> LeaseDoc {
     }
 }
 
-fn check_doc(c: &Check, lease: &LeaseAssessment) -> CheckDoc {
+fn check_doc(c: &Check, reached: bool, lease: &LeaseAssessment) -> CheckDoc {
     let (reason, missing_rbac) = match &c.outcome {
         Outcome::Pass => (None, None),
         Outcome::Fail(r) => (Some(r.clone()), None),
@@ -350,7 +360,9 @@ fn check_doc(c: &Check, lease: &LeaseAssessment) -> CheckDoc {
         title: c.kind.title(),
         result: c.outcome.label(),
         detail: with_holder_pod(c, lease),
+        reached,
         reason,
+        reason_code: c.code,
         missing_rbac,
     }
 }
@@ -383,7 +395,8 @@ pub(crate) fn chain_doc(c: &Chain, lease: &LeaseAssessment) -> ChainDoc {
         verdict: c.verdict,
         mode: c.verdict.mode(),
         reason: c.reason.clone(),
-        checks: c.checks.iter().map(|k| check_doc(k, lease)).collect(),
+        reason_code: c.reason_code,
+        checks: c.checks.iter().enumerate().map(|(i, k)| check_doc(k, c.reached(i), lease)).collect(),
     }
 }
 

@@ -17,7 +17,10 @@ fn dispatch(args: &[&str]) -> Run {
 fn usage_errors_exit_2_with_a_hint() {
     let run = dispatch(&["gate", "--bogus"]);
     run.expect_code(2);
-    assert_eq!(run.stderr, "error: unexpected argument '--bogus' found\nSee 'kubectl dispatch --help' for usage.\n");
+    assert_eq!(
+        run.stderr,
+        "error: unexpected argument '--bogus' found\nSee 'kubectl dispatch gate --help' for usage.\n"
+    );
     let run = dispatch(&["lease", "--lease", "no-slash"]);
     run.expect_code(2);
     assert!(run.stderr.starts_with("error: invalid value 'no-slash' for '--lease <NAMESPACE/NAME>'"), "{}", run.stderr);
@@ -32,20 +35,24 @@ fn usage_errors_exit_2_with_a_hint() {
 /// `--help` shows only what the verb uses.
 #[test]
 fn flags_a_verb_does_not_use_are_usage_errors() {
+    // One error line, then the verb's own help, as kubectl points to `kubectl get --help`.
     let usage = |args: &[&str], first: &str| {
         let run = dispatch(args);
         run.expect_code(2);
-        let lines: Vec<&str> = run.stderr.lines().collect();
+        // clap's did-you-mean, when it has one, sits between the two.
+        let lines: Vec<&str> = run.stderr.lines().filter(|l| !l.starts_with("tip: a similar")).collect();
         assert_eq!(lines.len(), 2, "{args:?}: {}", run.stderr);
         assert!(lines[0].starts_with(&format!("error: {first}")), "{args:?}: {}", run.stderr);
-        assert_eq!(lines[1], "See 'kubectl dispatch --help' for usage.");
+        let verb = args.iter().find(|a| ["gate", "lease", "workload", "doctor"].contains(a)).unwrap();
+        assert_eq!(lines[1], format!("See 'kubectl dispatch {verb} --help' for usage."));
         assert!(run.stdout.is_empty(), "{}", run.stdout);
     };
-    for flag in ["--cluster-queue", "--admission-check", "--controller-name", "--namespace"] {
+    for flag in ["--cluster-queue", "--admission-check", "--controller-name"] {
         usage(&["lease", flag, "x"], &format!("unexpected argument '{flag}' found"));
     }
     usage(&["lease", "-A"], "unexpected argument '-A' found");
-    usage(&["-n", "x", "lease"], "lease takes no --namespace or --all-namespaces");
+    usage(&["-A", "lease"], "lease reads one Lease: name it with NAME -n NAMESPACE");
+    usage(&["lease", "x", "--lease", "a/b"], "the argument '[NAME]' cannot be used with");
     usage(&["gate", "--timeout", "5s"], "the following required arguments were not provided: <--watch|--wait>");
     usage(&["gate", "--all-contexts", "--context", "admin"], "the argument '--all-contexts' cannot be used with");
     usage(&["--context", "admin", "gate", "--all-contexts"], "the argument '--all-contexts' cannot be used with");
@@ -60,9 +67,31 @@ fn flags_a_verb_does_not_use_are_usage_errors() {
     // --help shows what the verb uses.
     let help = dispatch(&["lease", "--help"]);
     help.expect_code(0);
-    for foreign in ["--namespace", "--cluster-queue", "--admission-check", "--controller-name", "--all-namespaces"] {
+    for foreign in ["--cluster-queue", "--admission-check", "--controller-name", "--all-namespaces"] {
         assert!(!help.stdout.contains(foreign), "lease --help shows {foreign}");
     }
+    // Every verb's help has examples.
+    for verb in ["gate", "lease", "workload", "doctor"] {
+        let help = dispatch(&[verb, "--help"]);
+        assert!(help.stdout.contains("\nExamples:\n  # "), "{verb} --help has no examples:\n{}", help.stdout);
+    }
+}
+
+/// A mistyped verb or flag gets clap's did-you-mean, between the error and the verb's help.
+#[test]
+fn typos_get_did_you_mean() {
+    let run = dispatch(&["gaet"]);
+    run.expect_code(2);
+    assert_eq!(
+        run.stderr,
+        "error: unrecognized subcommand 'gaet'\ntip: a similar subcommand exists: 'gate'\nSee 'kubectl dispatch --help' for usage.\n"
+    );
+    let run = dispatch(&["gate", "--all-namespace"]);
+    run.expect_code(2);
+    assert_eq!(
+        run.stderr,
+        "error: unexpected argument '--all-namespace' found\ntip: a similar argument exists: '--all-namespaces'\nSee 'kubectl dispatch gate --help' for usage.\n"
+    );
 }
 
 /// `-o prometheus` is a one-shot exposition, with one `--all-contexts` or some `--context`s.

@@ -1,5 +1,5 @@
 //! The README and the pages of `docs/` must not drift from the code: their usage blocks are the
-//! real `--help`, their examples are the golden files, and the README's RBAC is
+//! real `--help`, their examples are the golden files, and docs/rbac.md's RBAC is
 //! deploy/rbac.yaml. Each block is found by its `<!-- marker -->` in whichever of README.md and
 //! docs/*.md holds it (exactly one must). Every `docs/` page the README links to exists, and so
 //! does every local page and heading the README and the docs link to.
@@ -88,25 +88,25 @@ fn readme_usage_is_the_help() {
         let help = String::from_utf8(out.stdout).unwrap();
         check_block(&format!("help:kubectl dispatch {}", args.join(" ")), &help);
     }
-    // The README keeps the usage summary; each verb's page, its own --help.
-    assert_eq!(page_with("help:kubectl dispatch --help").0, repo().join("README.md"));
+    // docs/usage.md keeps the usage summary; each verb's page, its own --help.
+    assert_eq!(page_with("help:kubectl dispatch --help").0, repo().join("docs/usage.md"));
 }
 
 #[test]
 fn readme_example_is_the_golden_file() {
-    for file in ["gate-stale.txt", "workload-stale.txt", "doctor-all-well.txt"] {
+    for file in ["gate-stuck.txt", "workload-stale.txt", "doctor-all-well.txt"] {
         let golden = std::fs::read_to_string(format!("{}/tests/golden/{file}", env!("CARGO_MANIFEST_DIR"))).unwrap();
         check_block(&format!("golden:{file}"), &golden);
     }
     // The README keeps the short example.
-    assert_eq!(page_with("golden:gate-stale.txt").0, repo().join("README.md"));
+    assert_eq!(page_with("golden:gate-stuck.txt").0, repo().join("README.md"));
 }
 
 #[test]
 fn readme_rbac_is_deploy_rbac() {
     let rbac = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/rbac.yaml")).unwrap();
     check_block("file:deploy/rbac.yaml", &rbac);
-    assert_eq!(page_with("file:deploy/rbac.yaml").0, repo().join("README.md"), "the README keeps the RBAC");
+    assert_eq!(page_with("file:deploy/rbac.yaml").0, repo().join("docs/rbac.md"), "docs/rbac.md keeps the RBAC");
 }
 
 /// The targets of a page's Markdown links `[text](target)`, outside fenced blocks.

@@ -242,7 +242,7 @@ fn krew_validates_installs_runs_and_uninstalls_the_release() {
     gate.expect_code(0).expect_line("ReadmissionGate: yes (the adapter writes)");
     assert!(gate.stdout.contains(&format!("ClusterQueue {}", s.cq)), "{}", gate.stdout);
 
-    // The README's one command for completion: the completer beside the installed plugin.
+    // docs/install.md's one command for completion: the completer beside the installed plugin.
     let link = r#"ln -sf kubectl-dispatch "$(dirname "$(command -v kubectl-dispatch)")/kubectl_complete-dispatch""#;
     let mut sh = c.command("bash", &["-c", link]);
     sh.env("PATH", &path);
@@ -425,7 +425,7 @@ fn next_version(v: &str) -> String {
 /// archive served on 127.0.0.1), `kubectl krew index add`, `kubectl krew install INDEX/dispatch`,
 /// the plugin run through kubectl, a second version published to the index and `kubectl krew
 /// upgrade` to it (the new binary answers --version with it), `kubectl krew uninstall` leaving
-/// only the completion link the README has users make (and remove).
+/// only the completion link docs/install.md has users make (and remove).
 #[test]
 fn krew_v0_4_3_installs_from_a_custom_index_upgrades_and_uninstalls() {
     let (krew, _) = krew_tools();
@@ -532,7 +532,7 @@ fn index_install_upgrade_uninstall(krew: &Path, krew_version: &str) {
     let version = must("kubectl dispatch --version", kubectl(&["dispatch", "--version"]));
     assert_eq!(version.stdout.trim(), format!("kubectl-dispatch {v1}"));
 
-    // The completion link, as the README has users make it.
+    // The completion link, as docs/install.md has users make it.
     let link = r#"ln -sf kubectl-dispatch "$(dirname "$(command -v kubectl-dispatch)")/kubectl_complete-dispatch""#;
     let mut sh = c.command("bash", &["-c", link]);
     sh.env("PATH", &path);
@@ -553,7 +553,7 @@ fn index_install_upgrade_uninstall(krew: &Path, krew_version: &str) {
     let complete = must("kubectl __complete", kubectl(&["__complete", "dispatch", "gate", "--cluster-queue", &s.cq]));
     assert_eq!(complete.lines(), [s.cq.as_str(), ":4"], "{}", complete.stderr);
 
-    // Uninstall: only the completion link is left, dangling, as the README says to remove it.
+    // Uninstall: only the completion link is left, dangling, as docs/install.md says to remove it.
     let uninstall = must("kubectl krew uninstall", kubectl_idx(&["krew", "uninstall", "dispatch"]));
     assert!(
         uninstall.stderr.lines().any(|l| l.starts_with("Uninstalled plugin: ") && l.ends_with("dispatch")),

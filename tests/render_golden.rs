@@ -290,6 +290,21 @@ fn gate_stale() {
     gate_golden("gate-stale", GateInput { namespace: None, ..GateInput::new(stale_facts(), workloads) });
 }
 
+/// The README's example: the same stale Lease, with plain messages an operator would see.
+#[test]
+fn gate_stuck() {
+    let workloads = vec![
+        workload(
+            "ml",
+            "train-llama-7b-x9k2",
+            Some("team-a"),
+            vec![dispatch_check("Pending", "waiting for dispatch", 5 * 60 + 12)],
+        ),
+        workload("web", "render-frames-0", Some("team-a"), vec![dispatch_check("Pending", "", 3 * 60 + 1)]),
+    ];
+    gate_golden("gate-stuck", GateInput { namespace: None, ..GateInput::new(stale_facts(), workloads) });
+}
+
 /// Kueue's manager's Lease beside dispatch's: fresh (nothing shown but the JSON field and the
 /// metric), stale (a line under the chain), none (a manager without leader election) and
 /// forbidden, each said as such.
@@ -366,6 +381,26 @@ fn three_checks() -> Vec<AdmissionCheck> {
             active: None,
         },
     ]
+}
+
+/// A typo and Kueue's own blocker: `--cluster-queue team-b` names no ClusterQueue (check 1
+/// decides, the rest is not reached), and team-a is inactive by Kueue's account for a reason
+/// of its own (a missing flavor), said on a line of its own with its waiting Workload.
+#[test]
+fn gate_queue_inactive() {
+    let mut team_a = cq("team-a", &[CHECK]);
+    team_a.active = Some(kueue_condition(
+        "False",
+        Some("FlavorNotFound"),
+        Some("Can't admit new workloads: references missing ResourceFlavor(s): default-flavor."),
+        secs(20 * 60),
+    ));
+    let facts = GateFacts { cluster_queues: Fetched::Found(vec![team_a, cq("batch", &[])]), ..healthy_facts() };
+    let workloads =
+        vec![workload("ml", "train-llama-7b-x9k2", Some("team-a"), vec![dispatch_check("Pending", "", 60)])];
+    let mut input = GateInput::new(facts, workloads);
+    input.settings.cluster_queues = vec!["team-a".into(), "team-b".into()];
+    gate_golden("gate-queue-inactive", input);
 }
 
 #[test]
@@ -948,6 +983,8 @@ fn every_golden_file_is_rendered_by_a_test() {
     let names = [
         "gate-healthy",
         "gate-stale",
+        "gate-stuck",
+        "gate-queue-inactive",
         "gate-lease-forbidden",
         "gate-several",
         "gate-kueue-shapes",

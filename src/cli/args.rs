@@ -50,23 +50,65 @@ pub enum ColorArg {
 pub enum Command {
     /// The readmission gate as the adapter judges it: each check, the verdict, and the
     /// Workloads waiting at dispatch's Pending check.
-    #[command(after_help = EXIT_CODES_HELP)]
+    #[command(after_help = with_examples(GATE_EXAMPLES, EXIT_CODES_HELP))]
     Gate(GateArgs),
     /// The controller's leader-election Lease as a heartbeat: holder, last renewal, limit,
     /// status.
-    #[command(after_help = EXIT_CODES_HELP)]
+    #[command(after_help = with_examples(LEASE_EXAMPLES, EXIT_CODES_HELP))]
     Lease(LeaseArgs),
     /// One Workload explained: its queues, quota, admission checks, the gate of its
     /// ClusterQueue when dispatch's check is among them, and where it is stuck.
-    #[command(visible_aliases = ["workloads", "kwl"], after_help = WORKLOAD_EXIT_CODES_HELP)]
+    #[command(visible_aliases = ["workloads", "kwl"], after_help = with_examples(WORKLOAD_EXAMPLES, WORKLOAD_EXIT_CODES_HELP))]
     Workload(WorkloadArgs),
     /// Check what this plugin and dispatch's adapter need, as the caller (or --as): each
     /// read's RBAC, Kueue's served versions, the Lease's namespace, the Lease and its holder's
     /// pod; print the RBAC to add.
-    #[command(after_help = EXIT_CODES_HELP)]
+    #[command(
+        after_help = with_examples(DOCTOR_EXAMPLES, EXIT_CODES_HELP),
+        mut_arg("namespace", |a| a.help("The namespace whose Workload reads to check, as gate reads them (default: the context's namespace, else default)")),
+        mut_arg("all_namespaces", |a| a.help("Check the Workload reads of every namespace, as gate -A reads them"))
+    )]
     Doctor(DoctorArgs),
     /// Print a shell completion script for kubectl-dispatch (bash, zsh, fish or powershell)
     Completion(CompletionArgs),
+}
+
+const GATE_EXAMPLES: &str = "  # Workloads stuck? The gate, and what waits at dispatch's check in every namespace
+  kubectl dispatch gate -A
+
+  # One ClusterQueue as JSON; .chains[].reasonCode says why in one word
+  kubectl dispatch gate --cluster-queue team-a -o json
+
+  # Wait up to 5 minutes for the gate to open (exit 0), then start a job
+  kubectl dispatch gate --wait --timeout 5m && kubectl create -f job.yaml
+
+  # Every context of the kubeconfig, one row each
+  kubectl dispatch gate --all-contexts";
+
+const LEASE_EXAMPLES: &str = "  # dispatch's controller's Lease (dispatch-system/dispatch-admission)
+  kubectl dispatch lease
+
+  # A Lease named as kubectl names it: NAME -n NAMESPACE
+  kubectl dispatch lease dispatch-admission -n dispatch-system
+
+  # Follow it; exit 0 once it is fresh again, 3 if 2 minutes pass first
+  kubectl dispatch lease --watch --until fresh --timeout 2m";
+
+const WORKLOAD_EXAMPLES: &str = "  # Why is this Workload not running?
+  kubectl dispatch workload train-llama-7b-x9k2 -n ml
+
+  # The same as YAML: .stage in one word, .summary the closing sentence
+  kubectl dispatch workload train-llama-7b-x9k2 -n ml -o yaml";
+
+const DOCTOR_EXAMPLES: &str = "  # What would stop this plugin or the adapter, as you
+  kubectl dispatch doctor
+
+  # As another user, and the RBAC an admin applies to grant what they lack
+  kubectl dispatch doctor --as alice --rbac > grant.yaml";
+
+/// A verb's `--help` ending: its examples, then its exit codes.
+fn with_examples(examples: &str, codes: &str) -> String {
+    format!("Examples:\n{examples}\n\n{codes}")
 }
 
 #[derive(Debug, Args)]
@@ -468,6 +510,14 @@ pub struct GateArgs {
 
 #[derive(Debug, Args)]
 pub struct LeaseArgs {
+    /// The Lease's name, as `kubectl get lease NAME`: in -n NAMESPACE, else the context's namespace
+    #[arg(value_name = "NAME", conflicts_with = "lease")]
+    pub name: Option<String>,
+
+    /// The Lease's namespace, as kubectl's -n (with no NAME: dispatch's Lease name in it)
+    #[arg(short = 'n', long, value_name = "NAMESPACE", conflicts_with = "lease")]
+    pub namespace: Option<String>,
+
     #[command(flatten)]
     pub target: LeaseTargetArgs,
 

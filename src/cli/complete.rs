@@ -509,9 +509,11 @@ mod tests {
         let flags = complete(&["gate", "--cl"]);
         assert_eq!(values(&flags), ["--cluster-queue", "--cluster", "--client-certificate", "--client-key", ":4"]);
         assert_eq!(values(&complete(&["lease", "--all-s"])), [":4"], "--all-states belongs to gate only");
-        // lease offers only what it uses: no -n/-A, no gate targets, --timeout only as its own.
+        // lease offers only what it uses: -n (the Lease's namespace) but no -A, no gate targets,
+        // --timeout only as its own.
         let lease = complete(&["lease", "-"]);
-        for foreign in ["-n", "--namespace", "-A", "--cluster-queue", "--admission-check", "--controller-name"] {
+        assert!(values(&lease).contains(&"-n"), "{lease:?}");
+        for foreign in ["-A", "--all-namespaces", "--cluster-queue", "--admission-check", "--controller-name"] {
             assert!(!values(&lease).contains(&foreign), "lease offers {foreign}: {lease:?}");
         }
         assert!(values(&lease).contains(&"--lease") && values(&lease).contains(&"--context"), "{lease:?}");

@@ -58,11 +58,30 @@ fn usage(e: clap::Error) -> Exit {
     let mut line = first.strip_prefix("error: ").unwrap_or(first).to_string();
     // "the following required arguments were not provided:" lists them on the lines below.
     if line.ends_with(':') {
-        let listed: Vec<&str> = lines.take_while(|l| l.starts_with("  ")).map(str::trim).collect();
+        let listed: Vec<&str> = text.lines().skip(1).take_while(|l| l.starts_with("  ")).map(str::trim).collect();
         line = format!("{line} {}", listed.join(", "));
     }
+    // clap's did-you-mean for a verb or a flag (`tip: a similar argument exists: '--all-namespaces'`).
+    let tip = lines.map(str::trim).find(|l| l.starts_with("tip: a similar"));
     let stderr = LineSink::stderr();
     stderr.error(&line);
-    stderr.ours("See 'kubectl dispatch --help' for usage.");
+    if let Some(tip) = tip {
+        stderr.ours(tip);
+    }
+    stderr.ours(&usage_hint());
     Exit::Usage
+}
+
+/// `See 'kubectl dispatch VERB --help' for usage.`, naming the verb the command line has (as
+/// kubectl names `kubectl get --help`), else the plugin's own help.
+pub fn usage_hint() -> String {
+    let verb = args::Cli::command()
+        .ignore_errors(true)
+        .try_get_matches()
+        .ok()
+        .and_then(|m| m.subcommand_name().map(str::to_string));
+    match verb {
+        Some(verb) => format!("See 'kubectl dispatch {verb} --help' for usage."),
+        None => "See 'kubectl dispatch --help' for usage.".into(),
+    }
 }

@@ -8,8 +8,8 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::args::{
-    Cli, ColorArg, Command, GateArgs, GateOutputArgs, GateTargetArgs, LeaseTargetArgs, OutputArgs, ScopeArgs,
-    TemplateArgs,
+    Cli, ColorArg, Command, GateArgs, GateOutputArgs, GateTargetArgs, LeaseArgs, LeaseTargetArgs, OutputArgs,
+    ScopeArgs, TemplateArgs,
 };
 use crate::core::gate::GateSettings;
 use crate::core::lease::LeaseRef;
@@ -62,7 +62,7 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
             "-o name, jsonpath and custom-columns print one context's document: give --context once".into(),
         ));
     }
-    let verb = verb(cli.command, fleet, scope.all_namespaces)?;
+    let verb = verb(cli.command, fleet, scope.all_namespaces, scope.namespace.as_deref())?;
     Ok(Invocation { connection: resolved, timeout, verb, printer, color: cli.color.into() })
 }
 
@@ -85,10 +85,13 @@ fn scope(command: &Command, top: ScopeArgs) -> Result<ScopeArgs, Error> {
                 "a Workload is named in one namespace: use -n NAMESPACE, not -A (list them with 'kubectl get workloads.kueue.x-k8s.io -A')".into(),
             ));
         }
-        Command::Lease(_) if top.is_set() => {
+        Command::Lease(_) if top.all_namespaces => {
             return Err(Error::Usage(
-                "lease takes no --namespace or --all-namespaces: name the Lease with --lease NAMESPACE/NAME".into(),
+                "lease reads one Lease: name it with NAME -n NAMESPACE (or --lease NAMESPACE/NAME), not -A".into(),
             ));
+        }
+        Command::Lease(args) => {
+            ScopeArgs { namespace: args.namespace.clone().or(top.namespace), all_namespaces: false }
         }
         _ if top.is_set() => {
             return Err(Error::Usage(
@@ -120,8 +123,8 @@ fn fleet(command: &Command, contexts: &[String]) -> Result<Option<Fleet>, Error>
     })
 }
 
-/// The verb and its plain settings.
-fn verb(command: Command, fleet: Option<Fleet>, all_namespaces: bool) -> Result<Verb, Error> {
+/// The verb and its plain settings; `namespace` is `-n`, before the verb or after it.
+fn verb(command: Command, fleet: Option<Fleet>, all_namespaces: bool, namespace: Option<&str>) -> Result<Verb, Error> {
     let view = match &command {
         Command::Gate(args) => workload_view(args)?,
         _ => WorkloadView::default(),
@@ -147,7 +150,8 @@ fn verb(command: Command, fleet: Option<Fleet>, all_namespaces: bool) -> Result<
             view,
         },
         Command::Lease(args) => Verb::Lease {
-            lease: lease_ref(&args.target, &read_target_config(&args.target)?)?,
+            lease: named_lease(&args, namespace, lease_ref(&args.target, &read_target_config(&args.target)?)?),
+            in_context_namespace: args.name.is_some() && namespace.is_none(),
             kueue_lease: args.kueue_lease.clone().unwrap_or_else(LeaseRef::kueue_default),
             output: (&args.output).into(),
             watch: args
@@ -245,6 +249,15 @@ fn read_target_config(target: &LeaseTargetArgs) -> Result<KueueConfig, Error> {
 }
 
 /// `--lease`, else the config's `kueue.admissionLease`, else the default.
+/// `lease NAME -n NS`, kubectl's way: NAME (else the configured Lease's name) in NS (else, for
+/// a NAME, the context's namespace, filled in once connected; else the configured namespace).
+fn named_lease(args: &LeaseArgs, namespace: Option<&str>, configured: LeaseRef) -> LeaseRef {
+    LeaseRef {
+        namespace: namespace.map(str::to_string).unwrap_or(configured.namespace),
+        name: args.name.clone().unwrap_or(configured.name),
+    }
+}
+
 fn lease_ref(target: &LeaseTargetArgs, file: &KueueConfig) -> Result<LeaseRef, Error> {
     Ok(match (&target.lease, &file.admission_lease) {
         (Some(lease), _) => lease.clone(),
@@ -424,6 +437,19 @@ mod tests {
     }
 
     #[test]
+    fn lease_name_and_namespace_as_kubectl_takes_them() {
+        let lease = |words: &[&str]| match resolve_words(words).unwrap().verb {
+            Verb::Lease { lease, in_context_namespace, .. } => (lease.to_string(), in_context_namespace),
+            _ => unreachable!(),
+        };
+        assert_eq!(lease(&["lease", "x", "-n", "ns"]), ("ns/x".into(), false));
+        assert_eq!(lease(&["-n", "ns", "lease", "x"]), ("ns/x".into(), false));
+        assert_eq!(lease(&["lease", "-n", "ns"]), ("ns/dispatch-admission".into(), false));
+        assert!(lease(&["lease", "x"]).1, "NAME alone: the context's namespace, as kubectl");
+        assert_eq!(lease(&["lease"]), ("dispatch-system/dispatch-admission".into(), false));
+    }
+
+    #[test]
     fn gate_scope_before_or_after_the_verb() {
         for words in [&["-n", "ml", "gate"][..], &["gate", "-n", "ml"], &["--namespace=ml", "gate"]] {
             let inv = resolve_words(words).unwrap();
@@ -453,8 +479,8 @@ mod tests {
             &["lease", "--cluster-queue", "a"][..],
             &["lease", "--admission-check", "a"],
             &["lease", "--controller-name", "a"],
-            &["lease", "-n", "a"],
             &["lease", "-A"],
+            &["lease", "x", "--lease", "a/b"],
             &["lease", "-o", "prometheus"],
             &["gate", "--timeout", "5s"],
             &["gate", "--all-contexts", "--context", "a"],
@@ -462,8 +488,7 @@ mod tests {
         ] {
             assert!(usage(words).starts_with("clap: "), "{words:?}");
         }
-        assert!(usage(&["-n", "a", "lease"]).contains("lease takes no --namespace"));
-        assert!(usage(&["-A", "lease"]).contains("lease takes no --namespace"));
+        assert!(usage(&["-A", "lease"]).contains("lease reads one Lease"));
         assert!(usage(&["--context", "a", "gate", "--all-contexts"]).contains("'--all-contexts' cannot be used with"));
         assert!(usage(&["gate", "-o", "prometheus", "--wait"]).contains("-o prometheus"));
         assert!(resolve_words(&["gate", "--wait", "--timeout", "5s"]).is_ok());
@@ -507,8 +532,9 @@ mod tests {
             sub.render_long_help().to_string()
         };
         let lease = help("lease");
+        // -n is kubectl's, the Lease's namespace (`lease NAME -n NS`); -A is not.
+        assert!(lease.contains("--namespace"), "{lease}");
         for foreign in [
-            "--namespace",
             "--all-namespaces",
             "--cluster-queue",
             "--admission-check",

@@ -63,10 +63,10 @@ pub async fn collect_discovered(
     let lease_and_holder = async {
         let lease = &opts.settings.lease;
         let fetched = fetch::lease(conn, lease, log).await?;
-        // Only wide, JSON and YAML show the holder's pod: a table (or an exposition) costs no
-        // extra round trip.
+        // An exposition does not show the holder's pod; every view does (the table when the
+        // Lease decides), read after the Lease while the Kueue reads go on.
         let holder = match opts.output.format {
-            crate::invocation::Format::Table | crate::invocation::Format::Prometheus => None,
+            crate::invocation::Format::Prometheus => None,
             _ => crate::cluster::reading::holder::read(conn, lease, &fetched, log).await?,
         };
         Ok::<_, Error>((fetched, holder))
@@ -179,15 +179,43 @@ pub fn warnings(
     warnings
 }
 
+/// How many wait at dispatch's check in every namespace, when none wait in the one shown:
+/// one more list, on that path only; `None` when it fails or finds none.
+async fn elsewhere(
+    conn: &Connection,
+    kueue: &KueueApi,
+    opts: &GateOptions<'_>,
+    run: &GateRun,
+    log: &Log,
+) -> Option<usize> {
+    let scope = WaitingScope {
+        checks: run.report.dispatch_checks.clone(),
+        cluster_queues: opts.settings.cluster_queues.iter().cloned().collect::<BTreeSet<_>>(),
+        all_states: opts.all_states,
+    };
+    let scoped = async { Ok::<_, Error>(((), scope)) };
+    let (_, _, waiting) = fetch::waiting(conn, kueue, None, opts.selector, scoped, log).await.ok()?;
+    waiting.found().map(Vec::len).filter(|n| *n > 0)
+}
+
 pub async fn run(conn: &Connection, opts: &GateOptions<'_>, deps: &mut Deps<'_>) -> Result<Exit, Error> {
-    let collected = collect(conn, opts, deps.log).await?;
+    let kueue = fetch::discover_kueue(conn, deps.log).await?;
+    let collected = collect_discovered(conn, kueue.clone(), opts, deps.log).await?;
     // `now` is read once, when every read has answered (the Lease's among them): a yes must
     // hold when it is said, so the time the reads took (a slow answer, a `Retry-After` wait)
     // counts in the Lease's age, as `lease` counts it (docs/gate.md, "When `now` is read").
     let now = deps.clock.now();
+    let typos = crate::core::hint::gate_names(opts.settings, &collected.facts);
+    let lease_missing = matches!(collected.facts.lease, Fetched::Missing);
     let run = judge(collected, opts, &conn.namespace, now);
     for w in &run.warnings {
         deps.warn(w);
+    }
+    for typo in &typos {
+        deps.warn(typo);
+    }
+    if lease_missing && let Some(hint) = super::hints::missing_lease(conn, &opts.settings.lease).await {
+        deps.warn(&hint);
     }
     if let Some(printer) = deps.printer {
         printer.print(&run.document(), deps.out)?;
@@ -204,6 +232,12 @@ pub async fn run(conn: &Connection, opts: &GateOptions<'_>, deps: &mut Deps<'_>)
             None => "in any namespace".into(),
         };
         let _ = writeln!(deps.err, "No workloads wait at dispatch's check {scope}.");
+        if run.namespace.is_some()
+            && let Some(n) = elsewhere(conn, &kueue, opts, &run, deps.log).await
+        {
+            let noun = if n == 1 { "workload waits" } else { "workloads wait" };
+            let _ = writeln!(deps.err, "{n} {noun} in other namespaces: use -A to see them.");
+        }
     }
     Ok(Exit::from(run.report.verdict))
 }

@@ -199,6 +199,11 @@ where
             Step::Judged(..) => {}
             Step::Shutdown => return Ok(gate.last.map(|(_, v)| Exit::from(v)).unwrap_or(Exit::Unknown)),
             Step::TimedOut => {
+                let last = gate.last.map(|(_, v)| v.as_str());
+                if let Some(timeout) = gate.timeout {
+                    let text = crate::exit::timed_out("the gate to be yes", timeout, last);
+                    let _ = std::io::Write::write_fmt(deps.err, format_args!("error: {text}\n"));
+                }
                 let Some((at, verdict)) = gate.last else { return Ok(Exit::Unknown) };
                 super::live::unless_closed(render_once(&gate.run_at(at), gate.opts, deps))?;
                 return Ok(Exit::from(verdict));

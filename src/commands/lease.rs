@@ -2,12 +2,13 @@
 
 use crate::cluster::connecting::connect::Connection;
 use crate::cluster::reading::fetch;
-use crate::core::lease::{self, LeaseRef};
+use crate::core::lease::{self, LeaseRef, LeaseState};
 use crate::core::skew;
 use crate::error::Error;
 use crate::exit::Exit;
 use crate::invocation::Output;
 use crate::report::LeaseRun;
+use crate::text::sanitize::escape;
 
 use super::Deps;
 
@@ -35,6 +36,15 @@ pub async fn run(conn: &Connection, lease_ref: &LeaseRef, output: Output, deps: 
     match deps.printer {
         Some(printer) => printer.print(&run.document(), deps.out)?,
         None => crate::render::lease::render(&run, output, deps.out).map_err(crate::error::Error::from)?,
+    }
+    // Forbidden or missing: said on stderr as the live mode says it, beside the row.
+    if let LeaseState::Forbidden { rule } = &run.assessment.state {
+        let text = format!("Lease {lease_ref} may not be read (forbidden)");
+        let _ = writeln!(deps.err, "error: {}\nmissing RBAC: {}", escape(&text), escape(rule));
+    } else if run.assessment.state == LeaseState::Missing {
+        let hint = super::hints::missing_lease(conn, lease_ref).await;
+        let text = hint.unwrap_or_else(|| format!("Lease {lease_ref} does not exist"));
+        let _ = writeln!(deps.err, "error: {}", escape(&text));
     }
     Ok(Exit::from(run.assessment.state.verdict()))
 }

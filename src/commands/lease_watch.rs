@@ -175,7 +175,13 @@ impl Watching<'_> {
                 Woke::Shutdown | Woke::Ended => return Ok(Step::End(Exit::Yes)),
                 Woke::TimedOut => {
                     self.connection.timed_out(self.opts.timeout)?;
-                    return Ok(Step::End(timed_out(&self.tracker, self.opts.until, deps.clock.now())));
+                    let now = deps.clock.now();
+                    if let (Some(until), Some(timeout)) = (self.opts.until, self.opts.timeout) {
+                        let awaited = format!("Lease {} {}", self.lease, until_words(until));
+                        let last = self.tracker.assess(now).map(|a| a.state.label());
+                        let _ = writeln!(deps.err, "error: {}", crate::exit::timed_out(&awaited, timeout, last));
+                    }
+                    return Ok(Step::End(timed_out(&self.tracker, self.opts.until, now)));
                 }
                 Woke::Timer => match self.on_timer(deps)? {
                     Some(o) => return Ok(Step::Observe(o)),
@@ -339,6 +345,15 @@ fn reached(until: Until, tracker: &Tracker, link: &Link, now: Timestamp) -> bool
 /// `--timeout` ran out. Waiting for a fresh Lease ends with the last state's one-shot code
 /// (3 not fresh, 4 unknown); waiting for stale or a holder change ends with 5, since the last
 /// state's code (0, fresh) would read as success. A plain watch just ends.
+/// What `--until` waited for, after the Lease's name.
+fn until_words(until: Until) -> &'static str {
+    match until {
+        Until::Fresh => "to be fresh",
+        Until::Stale => "to be stale",
+        Until::HolderChange => "to change holder",
+    }
+}
+
 fn timed_out(tracker: &Tracker, until: Option<Until>, now: Timestamp) -> Exit {
     match until {
         None => Exit::Yes,

@@ -4,6 +4,7 @@ pub mod doctor;
 pub mod fleet;
 pub mod gate;
 pub mod gate_watch;
+pub mod hints;
 pub mod lease;
 pub mod lease_watch;
 pub mod live;

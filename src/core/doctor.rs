@@ -311,11 +311,12 @@ fn lease_finding(lease_ref: &LeaseRef, state: &LeaseState) -> Finding {
     Finding { area: "lease", check: format!("Lease {lease_ref} is a live heartbeat"), level, detail, access: None }
 }
 
-/// Kueue's manager's heartbeat: context, so never worse than a warning, and a warning only when
-/// its Lease shows that no manager leads. No Lease (a manager without leader election) and a
-/// read deploy/rbac.yaml does not grant are said as such, as ok: nothing is wrong with either.
+/// Kueue's manager's heartbeat: context, so never worse than a warning. Ok only when a manager
+/// is shown to lead; a warning when its Lease shows none does, or when it could not be checked
+/// (no Lease: a manager without leader election, or no Kueue manager at all; a read
+/// deploy/rbac.yaml does not grant): a row that could not check is not `ok`.
 fn kueue_lease_finding(a: &lease::LeaseAssessment) -> Finding {
-    let level = if kueue_lease::is_down(a) { Level::Warning } else { Level::Ok };
+    let level = if matches!(a.state, LeaseState::Fresh { .. }) { Level::Ok } else { Level::Warning };
     Finding {
         area: "kueue manager",
         check: "Kueue's manager holds its Lease (context)".into(),

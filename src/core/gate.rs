@@ -109,6 +109,9 @@ pub struct Check {
     pub outcome: Outcome,
     /// What was seen, for the operator (names, condition, holder and ages).
     pub detail: String,
+    /// A stable, machine-readable name for why it failed or could not be read (`LeaseStale`,
+    /// `ClusterQueueNotFound`, ...; docs/output.md lists them); `None` when it passed.
+    pub code: Option<&'static str>,
 }
 
 /// The chain for one ClusterQueue.
@@ -131,6 +134,16 @@ pub struct Chain {
     pub verdict: Verdict,
     /// The deciding reason: the first failing check's, else the first unknown one's.
     pub reason: Option<String>,
+    /// The deciding check's [`Check::code`].
+    pub reason_code: Option<&'static str>,
+}
+
+impl Chain {
+    /// Whether the adapter, which stops at the first failing check, reaches check `i` (from 0):
+    /// every check up to and including the first failure is reached; after it none is.
+    pub fn reached(&self, i: usize) -> bool {
+        self.checks.iter().position(|c| matches!(c.outcome, Outcome::Fail(_))).is_none_or(|first| i <= first)
+    }
 }
 
 /// The gate over every ClusterQueue in scope.
@@ -194,11 +207,17 @@ struct Subject<'a> {
 impl Subject<'_> {
     /// A ClusterQueue that could not be read or is not there: check 1 says so, and checks 2 and
     /// 3 judge every one of dispatch's checks.
-    fn unread(cluster_queue: Option<String>, listed: Outcome, detail: String, dispatch: &BTreeSet<String>) -> Self {
+    fn unread(
+        cluster_queue: Option<String>,
+        (listed, code): (Outcome, &'static str),
+        detail: String,
+        dispatch: &BTreeSet<String>,
+    ) -> Self {
+        let code = (listed != Outcome::Pass).then_some(code);
         Subject {
             cluster_queue,
             queue: None,
-            listed: Check { kind: CheckKind::Listed, outcome: listed, detail },
+            listed: Check { kind: CheckKind::Listed, outcome: listed, detail, code },
             rules: Vec::new(),
             judged: dispatch.iter().cloned().collect(),
         }
@@ -220,7 +239,8 @@ fn subjects<'a>(settings: &GateSettings, facts: &'a GateFacts, dispatch: &BTreeS
                 .into_iter()
                 .map(|cq| {
                     let outcome = Outcome::Unknown(denied.rule.clone());
-                    Subject::unread(cq, outcome, "may not list ClusterQueues".into(), dispatch)
+                    let listed = (outcome, "ClusterQueuesForbidden");
+                    Subject::unread(cq, listed, "may not list ClusterQueues".into(), dispatch)
                 })
                 .collect();
         }
@@ -233,7 +253,8 @@ fn subjects<'a>(settings: &GateSettings, facts: &'a GateFacts, dispatch: &BTreeS
             .map(|name| match queues.iter().find(|q| &q.name == name) {
                 None => {
                     let reason = format!("ClusterQueue {name} does not exist");
-                    Subject::unread(Some(name.clone()), Outcome::Fail(reason.clone()), reason, dispatch)
+                    let listed = (Outcome::Fail(reason.clone()), "ClusterQueueNotFound");
+                    Subject::unread(Some(name.clone()), listed, reason, dispatch)
                 }
                 Some(q) => listing(q, settings, dispatch, facts),
             })
@@ -251,7 +272,8 @@ fn subjects<'a>(settings: &GateSettings, facts: &'a GateFacts, dispatch: &BTreeS
     found.sort_by(|a, b| a.cluster_queue.cmp(&b.cluster_queue));
     if found.is_empty() {
         let reason = format!("no ClusterQueue lists {}", describe_wanted(settings));
-        found.push(Subject::unread(None, Outcome::Fail(reason.clone()), reason, dispatch));
+        let listed = (Outcome::Fail(reason.clone()), "NoClusterQueueListsCheck");
+        found.push(Subject::unread(None, listed, reason, dispatch));
     }
     found
 }
@@ -281,6 +303,7 @@ fn listing<'a>(
                 kind: CheckKind::Listed,
                 outcome: Outcome::Pass,
                 detail: format!("{} lists {}", q.name, describe_rules(&ours)),
+                code: None,
             },
             judged: ours.iter().map(|r| r.name.clone()).collect(),
             rules: ours,
@@ -294,8 +317,10 @@ fn listing<'a>(
     };
     // With the AC list forbidden we cannot tell which listed check is dispatch's.
     let outcome = match (&facts.admission_checks, &settings.admission_check) {
-        (Fetched::Forbidden(d), None) if !q.admission_checks.is_empty() => Outcome::Unknown(d.rule.clone()),
-        _ => Outcome::Fail(reason),
+        (Fetched::Forbidden(d), None) if !q.admission_checks.is_empty() => {
+            (Outcome::Unknown(d.rule.clone()), "AdmissionChecksForbidden")
+        }
+        _ => (Outcome::Fail(reason), "ClusterQueueDoesNotListCheck"),
     };
     Subject { queue: Some(q), ..Subject::unread(Some(q.name.clone()), outcome, lists, dispatch) }
 }
@@ -329,6 +354,7 @@ fn chain(settings: &GateSettings, facts: &GateFacts, subject: Subject<'_>, heart
     }
     let checks = vec![subject.listed, controller, active, heartbeat];
     let (verdict, reason) = decide(&checks);
+    let reason_code = decide_code(&checks);
     Chain {
         cluster_queue: subject.cluster_queue,
         admission_check: deciding,
@@ -338,6 +364,7 @@ fn chain(settings: &GateSettings, facts: &GateFacts, subject: Subject<'_>, heart
         checks,
         verdict,
         reason,
+        reason_code,
     }
 }
 
@@ -379,12 +406,12 @@ fn combine(kind: CheckKind, each: Vec<(&str, &Check)>) -> Check {
     if let [(_, only)] = each[..] {
         return only.clone();
     }
-    let outcome = each
+    let (outcome, code) = each
         .iter()
         .find(|(_, c)| matches!(c.outcome, Outcome::Fail(_)))
         .or_else(|| each.iter().find(|(_, c)| matches!(c.outcome, Outcome::Unknown(_))))
-        .map(|(_, c)| c.outcome.clone())
-        .unwrap_or(Outcome::Pass);
+        .map(|(_, c)| (c.outcome.clone(), c.code))
+        .unwrap_or((Outcome::Pass, None));
     // Each part named: "dispatch names ..." and "AdmissionCheck dispatch does not exist" are;
     // "Active=True, ..." gets "dispatch: " in front.
     let named = |name: &str, detail: &str| {
@@ -395,27 +422,34 @@ fn combine(kind: CheckKind, each: Vec<(&str, &Check)>) -> Check {
         .map(|(name, c)| if named(name, &c.detail) { c.detail.clone() } else { format!("{name}: {}", c.detail) })
         .collect::<Vec<_>>()
         .join("; ");
-    Check { kind, outcome, detail }
+    Check { kind, outcome, detail, code }
 }
 
 fn unknown(kind: CheckKind, denied: &super::fetched::Denied) -> Check {
-    Check { kind, outcome: Outcome::Unknown(denied.rule.clone()), detail: "may not read AdmissionChecks".into() }
+    Check {
+        kind,
+        outcome: Outcome::Unknown(denied.rule.clone()),
+        detail: "may not read AdmissionChecks".into(),
+        code: Some("AdmissionChecksForbidden"),
+    }
 }
 
 fn not_identified(kind: CheckKind, settings: &GateSettings) -> Check {
     let reason = format!("no AdmissionCheck to judge: none found whose controllerName is {}", settings.controller_name);
-    Check { kind, outcome: Outcome::Fail(reason), detail: "no AdmissionCheck identified".into() }
+    let code = Some("NoAdmissionCheckIdentified");
+    Check { kind, outcome: Outcome::Fail(reason), detail: "no AdmissionCheck identified".into(), code }
 }
 
 fn missing_check(name: &str, kind: CheckKind) -> Check {
     let reason = format!("AdmissionCheck {name} does not exist");
-    Check { kind, outcome: Outcome::Fail(reason.clone()), detail: reason }
+    Check { kind, outcome: Outcome::Fail(reason.clone()), detail: reason, code: Some("AdmissionCheckNotFound") }
 }
 
 fn controller_check(ac: &AdmissionCheck, settings: &GateSettings) -> Check {
     let name = ac.controller_name.as_deref().unwrap_or("");
     if name == settings.controller_name {
-        Check { kind: CheckKind::Controller, outcome: Outcome::Pass, detail: format!("{} names {name}", ac.name) }
+        let detail = format!("{} names {name}", ac.name);
+        Check { kind: CheckKind::Controller, outcome: Outcome::Pass, detail, code: None }
     } else {
         let reason =
             format!("AdmissionCheck {} names controller {:?}, not {}", ac.name, name, settings.controller_name);
@@ -423,6 +457,7 @@ fn controller_check(ac: &AdmissionCheck, settings: &GateSettings) -> Check {
             kind: CheckKind::Controller,
             outcome: Outcome::Fail(reason),
             detail: format!("{} names {name:?}", ac.name),
+            code: Some("ControllerNameMismatch"),
         }
     }
 }
@@ -435,6 +470,7 @@ fn active_check(ac: &AdmissionCheck) -> Check {
             kind: CheckKind::Active,
             outcome: Outcome::Pass,
             detail: format!("Active=True{}", reason_suffix(c)),
+            code: None,
         },
         Some(c) => Check {
             kind: CheckKind::Active,
@@ -445,11 +481,13 @@ fn active_check(ac: &AdmissionCheck) -> Check {
                 reason_suffix(c)
             )),
             detail: format!("Active={}{}", c.status, reason_suffix(c)),
+            code: Some("AdmissionCheckInactive"),
         },
         None => Check {
             kind: CheckKind::Active,
             outcome: Outcome::Fail(format!("AdmissionCheck {} has no Active condition", ac.name)),
             detail: "no Active condition".into(),
+            code: Some("AdmissionCheckNoActiveCondition"),
         },
     }
 }
@@ -503,7 +541,26 @@ fn heartbeat_check(lease: &LeaseAssessment) -> Check {
             (Outcome::Unknown(rule.clone()), format!("may not read Lease {}", lease.lease))
         }
     };
-    Check { kind: CheckKind::Heartbeat, outcome, detail }
+    Check { kind: CheckKind::Heartbeat, outcome, detail, code: lease_code(&lease.state) }
+}
+
+/// A machine-readable name for a Lease's state when it fails the heartbeat or cannot be read;
+/// `None` when it is fresh.
+pub fn lease_code(state: &LeaseState) -> Option<&'static str> {
+    match state {
+        LeaseState::Fresh { .. } => None,
+        LeaseState::Stale { .. } => Some("LeaseStale"),
+        LeaseState::NoHolder => Some("LeaseNoHolder"),
+        LeaseState::NeverRenewed => Some("LeaseNeverRenewed"),
+        LeaseState::Missing => Some("LeaseNotFound"),
+        LeaseState::Forbidden { .. } => Some("LeaseForbidden"),
+    }
+}
+
+/// The deciding check's code: the first failure's, else the first unknown read's.
+fn decide_code(checks: &[Check]) -> Option<&'static str> {
+    let first = |f: fn(&Outcome) -> bool| checks.iter().find(|c| f(&c.outcome)).and_then(|c| c.code);
+    first(|o| matches!(o, Outcome::Fail(_))).or_else(|| first(|o| matches!(o, Outcome::Unknown(_))))
 }
 
 /// The chain's verdict and deciding reason: the first failure, else the first unknown read.

@@ -5,6 +5,7 @@ pub mod duration;
 pub mod fetched;
 pub mod gate;
 pub mod heartbeat;
+pub mod hint;
 pub mod holder;
 pub mod kueue;
 pub mod kueue_lease;

@@ -34,9 +34,13 @@ pub fn render(
             let closing: &mut dyn Write = if output.no_headers { err } else { out };
             writeln!(closing, "{}", summary(&run.report, style))?;
             if let Some(plan) = &run.report.rbac {
+                let what = match run.report.overall {
+                    Level::Ok | Level::Warning => "the reads the warnings name (optional)",
+                    _ => "what is missing",
+                };
                 writeln!(
                     closing,
-                    "\nTo grant what is missing, an admin applies this (kubectl dispatch doctor --rbac | kubectl apply -f -):\n"
+                    "\nTo grant {what}, an admin applies this (kubectl dispatch doctor --rbac | kubectl apply -f -):\n"
                 )?;
                 closing.write_all(crate::report::rbac::manifest(plan).as_bytes())?;
             }
@@ -63,10 +67,17 @@ pub fn summary(report: &DoctorReport, style: Style) -> String {
         0 => String::new(),
         n => format!(" ({})", plural(n, "warning", "warnings")),
     };
-    match report.overall {
-        Level::Ok | Level::Warning => format!(
-            "Doctor: {}: the plugin and the adapter have what they need{warnings}",
-            style.paint("all well", Verdict::Yes)
+    let overall = match report.overall {
+        Level::Ok if count(Level::Warning) > 0 => Level::Warning,
+        other => other,
+    };
+    match overall {
+        Level::Ok => {
+            format!("Doctor: {}: the plugin and the adapter have what they need", style.paint("all well", Verdict::Yes))
+        }
+        Level::Warning => format!(
+            "Doctor: {}: nothing stops the gate or the plugin{warnings}",
+            style.paint("ok with warnings", Verdict::Unknown)
         ),
         Level::Fail => format!(
             "Doctor: {}: {} the gate or the plugin{warnings}",

@@ -57,6 +57,16 @@ pub fn notes(results: &[ContextResult], output: Output, err: &mut dyn Write) -> 
             Err(_) => {}
         }
     }
+    // A count for one namespace must not read as the cluster's.
+    let scoped: Vec<&str> =
+        results.iter().filter_map(|r| r.outcome.as_ref().ok().and_then(|run| run.namespace.as_deref())).collect();
+    if matches!(output.format, Format::Table | Format::Wide) && !scoped.is_empty() {
+        let mut namespaces = scoped.clone();
+        namespaces.sort_unstable();
+        namespaces.dedup();
+        let ns = namespaces.iter().map(|n| cell(n, None)).collect::<Vec<_>>().join(", ");
+        writeln!(err, "WAITING counts namespace {ns} only; use -A to count every namespace")?;
+    }
     Ok(())
 }
 

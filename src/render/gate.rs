@@ -7,6 +7,7 @@ use super::Style;
 use super::table;
 use crate::core::duration::human;
 use crate::core::gate::{Chain, CheckKind, Outcome};
+use crate::core::lease::LeaseState;
 use crate::core::verdict::Verdict;
 use crate::core::waiting::Waiting;
 use crate::invocation::Format;
@@ -78,11 +79,20 @@ fn text(run: &GateRun, output: Output, style: Style, lines: &mut Lines<'_>) -> i
                 check.detail = crate::report::with_holder_pod(check, &run.report.lease);
             }
         }
-        chain_lines(&shown, &run.report.lease.lease.to_string(), output.no_headers, style, lines)?;
+        chain_lines(&shown, &run.report.lease.lease.to_string(), output, style, lines)?;
     }
-    // Kueue's own heartbeat, as context under the chains: only when no manager is shown to lead.
-    if let Some(note) = run.kueue_lease.as_ref().and_then(crate::core::kueue_lease::note) {
+    let waits = run.waiting.found().is_some_and(|w| !w.is_empty());
+    // Kueue's own heartbeat, as context under the chains, when it matters: no manager leads, or
+    // none is shown while Workloads wait (wide: whenever none is shown to lead).
+    if let Some(kueue) = run.kueue_lease.as_ref()
+        && (wide || crate::core::kueue_lease::is_down(kueue) || (waits && kueue.state == LeaseState::Missing))
+        && let Some(note) = crate::core::kueue_lease::note(kueue)
+    {
         writeln!(lines.note(), "{}", escape(&note))?;
+    }
+    // Default view: the holder's pod, when the Lease decides (wide has it in check 4's detail).
+    if !wide && let Some(pod) = stalled_holder(run) {
+        writeln!(lines.note(), "{}", escape(&pod.sentence()))?;
     }
     if let Some(waiting) = run.waiting.found()
         && !waiting.is_empty()
@@ -94,7 +104,27 @@ fn text(run: &GateRun, output: Output, style: Style, lines: &mut Lines<'_>) -> i
     if let Some(summary) = run.stall_summary() {
         writeln!(lines.note(), "{}", escape(&summary))?;
     }
+    for line in inactive_waits(run) {
+        writeln!(lines.note(), "{}", escape(&line))?;
+    }
+    let next = super::next::steps(run);
+    if !next.is_empty() {
+        writeln!(lines.note(), "Next:")?;
+        for step in next {
+            writeln!(lines.note(), "  {}", escape(&step))?;
+        }
+    }
     Ok(())
+}
+
+/// The holder's pod, when the Lease check fails on a Lease that has a holder.
+fn stalled_holder(run: &GateRun) -> Option<&crate::core::holder::HolderPod> {
+    let fails = run
+        .report
+        .chains
+        .iter()
+        .any(|c| c.checks.iter().any(|k| k.kind == CheckKind::Heartbeat && matches!(k.outcome, Outcome::Fail(_))));
+    fails.then_some(run.report.lease.holder_pod.as_ref()).flatten()
 }
 
 /// One ClusterQueue's chain: its title, the checks, the note on Active, the verdict line. With
@@ -107,16 +137,12 @@ pub fn chain_block(
     out: &mut dyn Write,
     notes: &mut dyn Write,
 ) -> io::Result<()> {
-    chain_lines(chain, lease, no_headers, style, &mut Lines { out, notes: no_headers.then_some(notes) })
+    let output = Output { format: Format::Table, no_headers };
+    chain_lines(chain, lease, output, style, &mut Lines { out, notes: no_headers.then_some(notes) })
 }
 
-pub fn chain_lines(
-    chain: &Chain,
-    lease: &str,
-    no_headers: bool,
-    style: Style,
-    lines: &mut Lines<'_>,
-) -> io::Result<()> {
+pub fn chain_lines(chain: &Chain, lease: &str, output: Output, style: Style, lines: &mut Lines<'_>) -> io::Result<()> {
+    let no_headers = output.no_headers;
     let checks = match &chain.admission_checks[..] {
         several @ [_, _, ..] => {
             format!("AdmissionChecks {}", several.iter().map(|c| escape(c)).collect::<Vec<_>>().join(", "))
@@ -141,14 +167,66 @@ pub fn chain_lines(
                 Outcome::Unknown(rule) => format!("{}; missing RBAC: {rule}", c.detail),
                 _ => c.detail.clone(),
             };
-            vec![(i + 1).to_string(), c.kind.title().to_string(), c.outcome.label().to_string(), cell(&detail, None)]
+            vec![(i + 1).to_string(), c.kind.title().to_string(), result_word(chain, i), cell(&detail, None)]
         })
         .collect();
     table::write(lines.out, CHAIN_HEADERS, &rows, no_headers)?;
-    if chain.checks.iter().any(|c| c.kind == CheckKind::Active && c.outcome == Outcome::Pass) {
+    // Always true, so said where detail is asked for (and in docs/design.md).
+    if output.format == Format::Wide
+        && chain.checks.iter().any(|c| c.kind == CheckKind::Active && c.outcome == Outcome::Pass)
+    {
         writeln!(lines.note(), "{ACTIVE_NOTE}")?;
     }
+    if let Some(warning) = queue_inactive(chain) {
+        writeln!(lines.note(), "{}", escape(&warning))?;
+    }
     writeln!(lines.note(), "{}", verdict_line(chain, style))
+}
+
+/// A check's RESULT: its outcome, coloured; `not reached` for a check that passes after the
+/// deciding failure (the adapter stops there, and it may be about an object that is not there).
+fn result_word(chain: &Chain, i: usize) -> String {
+    let check = &chain.checks[i];
+    match &check.outcome {
+        Outcome::Pass if !chain.reached(i) => "not reached".to_string(),
+        other => other.label().to_string(),
+    }
+}
+
+/// The waiting Workloads of a ClusterQueue Kueue reports inactive, counted per queue.
+fn inactive_waits(run: &GateRun) -> Vec<String> {
+    let Some(waiting) = run.waiting.found() else { return Vec::new() };
+    run.report
+        .chains
+        .iter()
+        .filter(|c| queue_inactive(c).is_some())
+        .filter_map(|c| {
+            let cq = c.cluster_queue.as_deref()?;
+            let n = waiting.iter().filter(|w| w.cluster_queue.as_deref() == Some(cq)).count();
+            let noun = if n == 1 { "workload waits" } else { "workloads wait" };
+            (n > 0).then(|| format!("{n} {noun} on ClusterQueue {cq}, which Kueue reports inactive"))
+        })
+        .collect()
+}
+
+/// Kueue's own blocker, said apart from check 3: a ClusterQueue Kueue reports inactive admits
+/// nothing, whatever dispatch's gate says.
+fn queue_inactive(chain: &Chain) -> Option<String> {
+    // AdmissionCheckInactive is Kueue's echo of check 3, which already says it.
+    let active = chain
+        .cluster_queue_active
+        .as_ref()
+        .filter(|c| !c.is_true() && c.reason.as_deref() != Some("AdmissionCheckInactive"))?;
+    let why = match (active.reason.as_deref(), active.message.as_deref()) {
+        (Some(r), Some(m)) => format!(" ({r}: {m})"),
+        (Some(r), None) => format!(" ({r})"),
+        (None, Some(m)) => format!(" ({m})"),
+        (None, None) => String::new(),
+    };
+    Some(format!(
+        "Warning: Kueue reports ClusterQueue {} inactive{why}: Kueue admits nothing there, whatever dispatch's gate says",
+        chain.cluster_queue.as_deref().unwrap_or("<none>")
+    ))
 }
 
 /// `ReadmissionGate: no (observe-only): <the deciding reason>`.

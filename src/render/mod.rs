@@ -6,6 +6,7 @@ pub mod fleet;
 pub mod gate;
 pub mod jsonpath;
 pub mod lease;
+pub mod next;
 pub mod printer;
 pub mod prometheus;
 pub mod structured;

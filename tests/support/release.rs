@@ -63,18 +63,18 @@ pub struct Built {
     pub stderr: String,
 }
 
-/// The sizes README.md states ("The release binary is about 7.5 MB ...; a Krew archive is
+/// The sizes docs/install.md states ("The release binary is about 7.5 MB ...; a Krew archive is
 /// about 3.3 MB"), held against a release build: each within a tenth of what was built (MB =
 /// 10^6 bytes), so a figure typed by hand cannot drift from the binary. The failure names the
 /// figure to write.
 pub fn readme_sizes_hold(built: &Built) {
-    let readme = std::fs::read_to_string(repo().join("README.md")).expect("read README.md");
+    let readme = std::fs::read_to_string(repo().join("docs/install.md")).expect("read docs/install.md");
     let stated = |before: &str| -> f64 {
         let at =
-            readme.find(before).unwrap_or_else(|| panic!("README.md no longer says {before:?}...: update this check"));
+            readme.find(before).unwrap_or_else(|| panic!("docs/install.md no longer says {before:?}...: update this check"));
         let rest = &readme[at + before.len()..];
         let number = rest.split_once(" MB").map(|(n, _)| n).unwrap_or_default();
-        number.parse().unwrap_or_else(|_| panic!("README.md: {before:?} is followed by {number:?}, not a number of MB"))
+        number.parse().unwrap_or_else(|_| panic!("docs/install.md: {before:?} is followed by {number:?}, not a number of MB"))
     };
     for (what, before, bytes) in [
         ("release binary", "The release binary is about ", built.binary.len()),
@@ -83,7 +83,7 @@ pub fn readme_sizes_hold(built: &Built) {
         let (figure, mb) = (stated(before), bytes as f64 / 1e6);
         assert!(
             (mb - figure).abs() <= figure / 10.0,
-            "README.md says the {what} is about {figure} MB; this release build's is {bytes} bytes: write about {mb:.1} MB"
+            "docs/install.md says the {what} is about {figure} MB; this release build's is {bytes} bytes: write about {mb:.1} MB"
         );
     }
 }

@@ -1,0 +1,53 @@
+//! The next step after a gate that does not hold: the commands that look further, chosen by
+//! the deciding reason's code, so the default view ends with what to run rather than with a
+//! diagnosis alone.
+
+use crate::core::gate::Chain;
+use crate::core::holder::{self, PodState};
+use crate::core::verdict::Verdict;
+use crate::report::GateRun;
+
+/// The commands to run next, most telling first; empty when the gate holds.
+pub fn steps(run: &GateRun) -> Vec<String> {
+    let Some(chain) = run.report.chains.iter().find(|c| c.verdict == run.report.verdict && c.verdict != Verdict::Yes)
+    else {
+        return Vec::new();
+    };
+    let mut steps = for_code(run, chain);
+    if let Some(w) = run.waiting.found().and_then(|w| w.iter().find(|w| w.is_stalled()).or(w.first())) {
+        steps.push(format!("kubectl dispatch workload {} -n {}", w.name, w.namespace));
+    }
+    steps.push("kubectl dispatch doctor".to_string());
+    steps
+}
+
+fn for_code(run: &GateRun, chain: &Chain) -> Vec<String> {
+    let lease = &run.report.lease.lease;
+    let check = chain.admission_check.as_deref().unwrap_or("");
+    match chain.reason_code.unwrap_or_default() {
+        "LeaseStale" | "LeaseNoHolder" | "LeaseNeverRenewed" => holder_steps(run),
+        "LeaseNotFound" => vec![format!("kubectl get leases -n {}", lease.namespace)],
+        "ClusterQueueNotFound" | "NoClusterQueueListsCheck" | "ClusterQueueDoesNotListCheck" => {
+            vec!["kubectl get clusterqueues".to_string(), "kubectl get admissionchecks".to_string()]
+        }
+        "AdmissionCheckNotFound" | "NoAdmissionCheckIdentified" => vec!["kubectl get admissionchecks".to_string()],
+        "ControllerNameMismatch" | "AdmissionCheckInactive" | "AdmissionCheckNoActiveCondition" => {
+            vec![format!("kubectl get admissioncheck {check} -o yaml")]
+        }
+        // Forbidden reads: doctor names the RBAC to add.
+        _ => Vec::new(),
+    }
+}
+
+/// A Lease that is not renewed: look at the pod that held it, or for its successor.
+fn holder_steps(run: &GateRun) -> Vec<String> {
+    let ns = &run.report.lease.lease.namespace;
+    let held = run.report.lease.facts.as_ref().and_then(|f| f.holder()).and_then(holder::pod_name).map(|(p, _)| p);
+    let gone = run.report.lease.holder_pod.as_ref().is_some_and(|p| matches!(p.state, PodState::Gone { .. }));
+    match held {
+        Some(pod) if !gone => {
+            vec![format!("kubectl get pod {pod} -n {ns}"), format!("kubectl logs {pod} -n {ns} --all-containers")]
+        }
+        _ => vec![format!("kubectl get pods -n {ns}")],
+    }
+}
