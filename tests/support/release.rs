@@ -70,11 +70,14 @@ pub struct Built {
 pub fn readme_sizes_hold(built: &Built) {
     let readme = std::fs::read_to_string(repo().join("docs/install.md")).expect("read docs/install.md");
     let stated = |before: &str| -> f64 {
-        let at =
-            readme.find(before).unwrap_or_else(|| panic!("docs/install.md no longer says {before:?}...: update this check"));
+        let at = readme
+            .find(before)
+            .unwrap_or_else(|| panic!("docs/install.md no longer says {before:?}...: update this check"));
         let rest = &readme[at + before.len()..];
         let number = rest.split_once(" MB").map(|(n, _)| n).unwrap_or_default();
-        number.parse().unwrap_or_else(|_| panic!("docs/install.md: {before:?} is followed by {number:?}, not a number of MB"))
+        number
+            .parse()
+            .unwrap_or_else(|_| panic!("docs/install.md: {before:?} is followed by {number:?}, not a number of MB"))
     };
     for (what, before, bytes) in [
         ("release binary", "The release binary is about ", built.binary.len()),
