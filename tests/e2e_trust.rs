@@ -384,6 +384,11 @@ fn a_closed_stdout_changes_no_exit_code_whatever_was_written() {
 /// `kubectl ARGS` (no kubeconfig), ended by force if it is still running after `limit`: a
 /// generous watchdog, so that a hang fails with its reason rather than holding the suite.
 fn within(args: &[&str], limit: std::time::Duration) -> Run {
+    within_sampled(args, limit, &mut |_| {})
+}
+
+/// [`within`], calling `sample` with kubectl's process id every 100 ms while it runs.
+fn within_sampled(args: &[&str], limit: std::time::Duration, sample: &mut dyn FnMut(u32)) -> Run {
     let mut cmd = std::process::Command::new("kubectl");
     cmd.args(args).env("PATH", plugin_path()).env("KUBECONFIG", "/dev/null").stdin(std::process::Stdio::null());
     let path = std::env::temp_dir().join(unique("dispatch-hostile-run"));
@@ -403,6 +408,7 @@ fn within(args: &[&str], limit: std::time::Duration) -> Run {
                 std::fs::read_to_string(&err).unwrap_or_default()
             );
         }
+        sample(child.id());
         std::thread::sleep(std::time::Duration::from_millis(100));
     };
     let run = Run {
@@ -467,4 +473,62 @@ fn a_body_that_never_ends_or_drips_is_bounded_by_the_request_timeout() {
         assert_eq!(k.code, 1, "kubectl, {mode}:\n{}", k.stderr);
         assert!(k.stderr.contains("Client.Timeout") || k.stderr.contains("context deadline exceeded"), "{}", k.stderr);
     }
+}
+
+/// The peak resident memory (VmHWM, in KiB) of `pid` and its descendants now: kubectl runs a
+/// plugin by exec, in its own process, so the plugin is `pid` itself (or a child of it).
+fn peak_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let own = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    children.split_whitespace().filter_map(|c| c.parse().ok()).map(peak_kib).fold(own, u64::max)
+}
+
+#[test]
+fn a_watch_event_line_that_never_ends_is_an_outage_in_bounded_memory() {
+    // The Lease is listed as a real server lists it, then every watch streams one event line
+    // that never ends. kube's own watch read it without limit (7 GB in 15 s, then exit 0).
+    let server = Hostile::start("endless-watch");
+    let url = server.url();
+    let mut peak = 0;
+    let mut sample = |pid| peak = peak.max(peak_kib(pid));
+    let ours = within_sampled(&["dispatch", "-s", &url, "lease", "--watch", "--timeout", "15s"], WATCHDOG, &mut sample);
+    eprintln!("peak RSS of the plugin: {} KiB ({} MiB)", peak, peak / 1024);
+    let all = format!("exit {}\nstdout:\n{}\nstderr:\n{}", ours.code, ours.stdout, ours.stderr);
+    assert_eq!(ours.code, 1, "{all}");
+    let errors: Vec<&str> = ours.stderr.lines().filter(|l| l.starts_with("error: ")).collect();
+    assert_eq!(errors.len(), 1, "{all}");
+    assert!(errors[0].contains("--timeout 15s came while the connection was down"), "{all}");
+    assert!(errors[0].contains("16 MiB limit") && errors[0].contains("/leases"), "{all}");
+    let after: Vec<&str> = ours.stderr.lines().skip_while(|l| *l != errors[0]).skip(1).collect();
+    assert!(after.len() <= 1, "only the error's hint comes after it: {all}");
+    assert!(!ours.stderr.contains("panicked"), "{all}");
+    // The list's Lease is the one row: nothing the broken watch sent became a fresh row.
+    let rows: Vec<&str> = ours.stdout.lines().filter(|l| l.contains("hostile_0001")).collect();
+    assert_eq!(rows.len(), 1, "{all}");
+    assert!(ours.stdout.lines().last() == Some(rows[0]), "{all}");
+    assert!(server.seen().iter().any(|s| s.uri.contains("watch=true")), "the watch was asked: {all}");
+    assert!(peak > 0, "no memory figure was read from /proc");
+    assert!(peak < 256 * 1024, "peak RSS {peak} KiB: {all}");
+}
+
+#[test]
+fn a_watch_that_closes_at_once_is_not_asked_again_in_a_tight_loop() {
+    // Every watch is answered 200 and closed at once. Without the backoff the plugin would
+    // ask thousands of times in 10 s; with it (0.5 s doubling to 2 s) a handful.
+    let server = Hostile::start("closing-watch");
+    let url = server.url();
+    let ours = within(&["dispatch", "-s", &url, "lease", "--watch", "--timeout", "10s"], WATCHDOG);
+    let all = format!("exit {}\nstdout:\n{}\nstderr:\n{}", ours.code, ours.stdout, ours.stderr);
+    assert!(!ours.stderr.contains("panicked"), "{all}");
+    let watches = server.seen().iter().filter(|s| s.uri.contains("watch=true")).count();
+    eprintln!("watch requests in 10 s: {watches}");
+    assert!(watches >= 2, "the watch was asked again: {watches}, {all}");
+    // Two streams (dispatch's Lease and Kueue's), each asking at 0, 0.5, 1.5, 3.5, 5.5, 7.5
+    // and 9.5 s: 14 at most (a slow machine asks fewer, never more); no backoff: thousands.
+    assert!(watches <= 20, "{watches} watch requests in 10 s: {all}");
 }

@@ -13,6 +13,8 @@ use std::time::Duration;
 use futures::channel::mpsc::{UnboundedSender, unbounded};
 use futures::{Stream, StreamExt};
 use kube::api::{Api, ListParams, WatchEvent, WatchParams};
+
+use super::bounded_watch;
 use kube::core::Status;
 
 use crate::cluster::connecting::connect::Connection;
@@ -145,7 +147,9 @@ where
         let answered = AtomicBool::new(false);
         let refreshed = AtomicBool::new(false);
         let not_found = AtomicU32::new(0);
-        let _ = Reflector { api, fields, labels, forbidden, who, tx, answered, refreshed, not_found }.run().await;
+        let broken = AtomicBool::new(false);
+        let _ =
+            Reflector { api, fields, labels, forbidden, who, tx, answered, refreshed, not_found, broken }.run().await;
     });
     rx
 }
@@ -163,6 +167,9 @@ struct Reflector<K> {
     refreshed: AtomicBool,
     /// 404s in a row since the last success.
     not_found: AtomicU32,
+    /// A watch's stream could not be read (a line too long, or not an event): until a watch
+    /// brings a line that reads, accepting one is no answer (the outage goes on).
+    broken: AtomicBool,
 }
 
 /// The receiver is gone.
@@ -291,13 +298,16 @@ where
             bookmarks: true,
             ..WatchParams::default()
         };
-        let stream = match self.api.watch(&params, &from).await {
+        let stream = match bounded_watch::watch(&self.api, &params, &from).await {
             Ok(s) => s,
             Err(e) => return self.not_watched(&e, from, backoff).await,
         };
-        // Accepted: the connection is live, whether or not anything changes.
-        self.succeeded()?;
-        self.link(LinkEvent::Up)?;
+        // Accepted: the connection is live, whether or not anything changes; after a stream
+        // that could not be read, only once a line reads.
+        if !self.broken.load(Ordering::Relaxed) {
+            self.succeeded()?;
+            self.link(LinkEvent::Up)?;
+        }
         let started = tokio::time::Instant::now();
         let mut stream = std::pin::pin!(stream);
         let mut at = from;
@@ -309,6 +319,10 @@ where
             }
             if delivered || started.elapsed() >= WATCH_LIVED {
                 backoff.reset();
+            }
+            if item.is_ok() && self.broken.swap(false, Ordering::Relaxed) {
+                self.succeeded()?;
+                self.link(LinkEvent::Up)?;
             }
             let e = match item {
                 Ok(WatchEvent::Added(o) | WatchEvent::Modified(o)) => {
@@ -326,7 +340,12 @@ where
                     continue;
                 }
                 Ok(WatchEvent::Error(s)) => kube::Error::Api(s),
-                Err(e) => e,
+                Err(e) => {
+                    if bounded_watch::unreadable(&e).is_some() {
+                        self.broken.store(true, Ordering::Relaxed);
+                    }
+                    e
+                }
             };
             return match self.failed(&e, backoff).await? {
                 Failure::Expired => {
@@ -611,6 +630,10 @@ fn expired_cause(version: Option<&str>) -> String {
 pub fn plain_cause(e: &kube::Error) -> String {
     match e {
         kube::Error::Api(s) => plain_status(s),
+        // Our own words, naming the limit and the path: said whole.
+        other if bounded_watch::unreadable(other).is_some() => {
+            bounded_watch::unreadable(other).map(ToString::to_string).unwrap_or_default()
+        }
         other => plain_transport(&crate::cluster::reading::failure::chain_text(other)),
     }
 }

@@ -49,6 +49,11 @@ const usage = `usage:
                        metadata times are odd (creationTimestamp 9999-12-31T23:59:59Z, a
                        managedFields time in year 10000), one Workload with plain times beside
                        and one whose spec.queueName is no string
+        endless-watch  Leases as a real server answers a list or get (one fresh Lease,
+                       named as asked), then a watch (watch=true) whose event line never
+                       ends (bytes without a newline, for ever)
+        closing-watch  the same Leases, then a watch answered 200 and closed at once,
+                       every time
       Appends one JSON line per request to FILE: {"method","uri","host","headers"} (header
       names in canonical form, values as received). Prints one line "listening on
       127.0.0.1:PORT" once ready. Serves until SIGTERM/SIGINT or until its standard input is
@@ -78,6 +83,9 @@ func realMain(args []string) int {
 		return 2
 	}
 	answer, ok := answers[*mode]
+	if !ok {
+		answer, ok = watchAnswers[*mode]
+	}
 	switch {
 	case fs.NArg() > 0:
 		return bad("unexpected arguments %q", fs.Args())
@@ -353,4 +361,80 @@ func endlessList(w http.ResponseWriter, r *http.Request, fresh bool) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = fmt.Fprintf(w, `{"kind":"List","apiVersion":"v1","metadata":{"resourceVersion":"1","continue":%q},"items":[]}`, token)
+}
+
+// watchAnswers are the modes that serve Leases as a real server does and break only the watch.
+var watchAnswers = map[string]func(http.ResponseWriter, *http.Request){
+	"endless-watch": func(w http.ResponseWriter, r *http.Request) {
+		if !isWatch(r) {
+			leases(w, r)
+			return
+		}
+		endlessLine(w, r)
+	},
+	"closing-watch": func(w http.ResponseWriter, r *http.Request) {
+		if !isWatch(r) {
+			leases(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+	},
+}
+
+func isWatch(r *http.Request) bool {
+	v := r.URL.Query().Get("watch")
+	return v == "true" || v == "1"
+}
+
+// endlessLine starts a watch event and never ends its line: the Lease's name goes on for ever.
+func endlessLine(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	if _, err := io.WriteString(w, `{"type":"MODIFIED","object":{"kind":"Lease","apiVersion":"coordination.k8s.io/v1","metadata":{"name":"`); err != nil {
+		return
+	}
+	chunk := []byte(strings.Repeat("x", 64*1024))
+	for r.Context().Err() == nil {
+		if _, err := w.Write(chunk); err != nil {
+			return
+		}
+		if fl, ok := w.(http.Flusher); ok {
+			fl.Flush()
+		}
+	}
+}
+
+// leases answers a Lease list (one Lease, named by the fieldSelector metadata.name=NAME) or
+// a Lease get, as kube-apiserver does; the Lease was renewed just now. Anything else is 404.
+func leases(w http.ResponseWriter, r *http.Request) {
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	// apis coordination.k8s.io v1 namespaces NS leases [NAME]
+	if len(parts) < 6 || parts[0] != "apis" || parts[1] != "coordination.k8s.io" || parts[3] != "namespaces" || parts[5] != "leases" {
+		status(w, http.StatusNotFound, "NotFound", "the server could not find the requested resource")
+		return
+	}
+	ns := parts[4]
+	w.Header().Set("Content-Type", "application/json")
+	if len(parts) == 7 {
+		_ = json.NewEncoder(w).Encode(lease(ns, parts[6]))
+		return
+	}
+	items := []any{}
+	if name, ok := strings.CutPrefix(r.URL.Query().Get("fieldSelector"), "metadata.name="); ok {
+		items = append(items, lease(ns, name))
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"kind": "LeaseList", "apiVersion": "coordination.k8s.io/v1",
+		"metadata": map[string]any{"resourceVersion": "1"}, "items": items,
+	})
+}
+
+func lease(ns, name string) map[string]any {
+	now := time.Now().UTC().Format("2006-01-02T15:04:05.000000Z07:00")
+	return map[string]any{
+		"kind": "Lease", "apiVersion": "coordination.k8s.io/v1",
+		"metadata": map[string]any{"name": name, "namespace": ns, "resourceVersion": "1", "uid": "0f0f0f0f-0000-4000-8000-000000000001", "creationTimestamp": now[:19] + "Z"},
+		"spec":     map[string]any{"holderIdentity": "hostile_0001", "leaseDurationSeconds": 15, "acquireTime": now, "renewTime": now, "leaseTransitions": 0},
+	}
 }
