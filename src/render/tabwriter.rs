@@ -1,7 +1,7 @@
 //! The one column aligner: Go's text/tabwriter as kubectl sets it up for every table it prints
 //! (`printers.GetNewTabWriter`: at least 6 wide, 3 spaces of padding, a cell's width counted
-//! in characters), for the plugin's tables ([`super::table`]) and `-o custom-columns`
-//! ([`super::columns`]) alike.
+//! in characters), for the plugin's tables (table.rs) and `-o custom-columns`
+//! (columns.rs) alike.
 
 const MIN_WIDTH: usize = 6;
 const PADDING: usize = 3;

@@ -1,9 +1,9 @@
 //! Bounds on what a server may send, so that no answer can take all the memory: each one a
 //! named constant, each overflow one error that names the bound and the request's path. A
-//! layer of the HTTP stack ([`super::client`]) bounds every response body after gzip is
+//! layer of the HTTP stack (client.rs) bounds every response body after gzip is
 //! inflated (the pager's pages, kube's get and list, discovery alike) and turns a 3xx answer
 //! into an error of its own; the exec plugin's output and a list's pages are bounded where
-//! they are read (`super::exec`, `crate::cluster::reading::fetch`).
+//! they are read (exec.rs, and reading/fetch.rs).
 
 use std::pin::Pin;
 use std::task::{Context, Poll};

@@ -6,7 +6,7 @@
 //! value for \"Authorization\"", exit 1); the layers kube builds from the config would instead
 //! abort the process (tower-http's bearer layer `expect`s a valid value). The values are
 //! checked as they would be sent, untrimmed: client-go trims a `tokenFile`'s content (that is
-//! [`super::credentials`]'s), never a kubeconfig `token:` or `--token`.
+//! credentials.rs's), never a kubeconfig `token:` or `--token`.
 
 use http::HeaderValue;
 use kube::config::AuthInfo;
