@@ -26,7 +26,7 @@ const DEFAULT: &str = "v1.37.2";
 
 /// One cluster per version for this binary, started on first use, with the default Lease held
 /// by a running pod (for doctor).
-fn cluster(version: &str) -> &'static Cluster {
+fn cluster_on(version: &str) -> &'static Cluster {
     static CLUSTERS: OnceLock<Mutex<HashMap<String, &'static Cluster>>> = OnceLock::new();
     let lock = CLUSTERS.get_or_init(Default::default);
     // A cluster starts under the lock: one version's start at a time on the shared machine.
@@ -54,7 +54,7 @@ fn cluster(version: &str) -> &'static Cluster {
 }
 
 fn gate_yes_and_no(version: &str) {
-    let c = cluster(version);
+    let c = cluster_on(version);
     let s = Scenario::new("v-gate");
     c.apply(&s.healthy_yaml());
     let yes = c.dispatch(&s.args("gate", &[]));
@@ -73,7 +73,7 @@ fn gate_yes_and_no(version: &str) {
 }
 
 fn lease_watch_renewal_then_stale(version: &str) {
-    let c = cluster(version);
+    let c = cluster_on(version);
     let s = Scenario::new("v-watch");
     c.apply(&s.healthy_yaml());
     let mut ctl = Controller::start(c, &s.lease_ns, &s.lease_name, "ctl-a_1", 5);
@@ -91,8 +91,8 @@ fn lease_watch_renewal_then_stale(version: &str) {
     assert_eq!(code, 0, "SIGTERM ends a watch with 0; stderr: {stderr:?}");
 }
 
-fn doctor(version: &str) {
-    let c = cluster(version);
+fn doctor_on(version: &str) {
+    let c = cluster_on(version);
     let table = c.dispatch(&["doctor", "--context", "viewer"]);
     table.expect_code(0);
     table.expect_line("Doctor: all well: the plugin and the adapter have what they need (1 warning)");
@@ -111,8 +111,8 @@ fn doctor(version: &str) {
     assert!(v["identity"].is_null(), "{v:#}");
 }
 
-fn workload(version: &str) {
-    let c = cluster(version);
+fn workload_on(version: &str) {
+    let c = cluster_on(version);
     let s = Scenario::new("v-wl");
     let stale_lease =
         fixtures::lease(&s.lease_ns, &s.lease_name, Some("dispatch-admission-7d9f_1"), Some(222), Some(30));
@@ -153,11 +153,11 @@ macro_rules! matrix {
             }
             #[test]
             fn doctor() {
-                super::doctor($version);
+                super::doctor_on($version);
             }
             #[test]
             fn workload() {
-                super::workload($version);
+                super::workload_on($version);
             }
         }
     )*};

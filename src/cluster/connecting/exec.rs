@@ -133,11 +133,9 @@ impl ExecPlugin {
         }
     }
 
-    /// Runs the plugin once, within its bound.
-    pub async fn run(&self) -> Result<Credential, ExecError> {
-        self.validate()?;
-        let command = self.command();
-        let interactive = self.interactive()?;
+    /// The plugin's command as kubectl starts it: its args and env, `KUBERNETES_EXEC_INFO`,
+    /// stdout piped, and stdin and stderr the terminal's only when it may interact.
+    fn command_line(&self, command: &str, interactive: bool) -> tokio::process::Command {
         let info = ExecInfo {
             api_version: self.api_version(),
             kind: "ExecCredential",
@@ -146,8 +144,7 @@ impl ExecPlugin {
                 interactive,
             },
         };
-        let bound = self.bound.unwrap_or(if interactive { INTERACTIVE_BOUND } else { DEFAULT_BOUND });
-        let mut cmd = tokio::process::Command::new(&command);
+        let mut cmd = tokio::process::Command::new(command);
         cmd.args(self.config.args.iter().flatten());
         for pair in self.config.env.iter().flatten() {
             if let (Some(name), Some(value)) = (pair.get("name"), pair.get("value")) {
@@ -161,6 +158,16 @@ impl ExecPlugin {
         } else {
             cmd.stdin(Stdio::null()).stderr(Stdio::piped());
         }
+        cmd
+    }
+
+    /// Runs the plugin once, within its bound.
+    pub async fn run(&self) -> Result<Credential, ExecError> {
+        self.validate()?;
+        let command = self.command();
+        let interactive = self.interactive()?;
+        let bound = self.bound.unwrap_or(if interactive { INTERACTIVE_BOUND } else { DEFAULT_BOUND });
+        let mut cmd = self.command_line(&command, interactive);
         let mut child = cmd.spawn().map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => ExecError::NotFound {
                 command: command.clone(),
