@@ -532,3 +532,30 @@ fn a_watch_that_closes_at_once_is_not_asked_again_in_a_tight_loop() {
     // and 9.5 s: 14 at most (a slow machine asks fewer, never more); no backoff: thousands.
     assert!(watches <= 20, "{watches} watch requests in 10 s: {all}");
 }
+
+#[test]
+fn a_list_answered_410_for_ever_is_not_asked_again_in_a_tight_loop() {
+    // Every list of Leases and every watch is answered 410 Gone (Expired, "too old resource
+    // version"), as a server whose etcd compacted the revision answers: the plugin relists for
+    // ever. Without the backoff after a 410 it lists thousands of times in 10 s; with it a
+    // handful.
+    let server = Hostile::start("gone-list");
+    let url = server.url();
+    let ours = within(&["dispatch", "-s", &url, "lease", "--watch", "--timeout", "10s"], WATCHDOG);
+    let all = format!("exit {}\nstdout:\n{}\nstderr:\n{}", ours.code, ours.stdout, ours.stderr);
+    assert!(!ours.stderr.contains("panicked"), "{all}");
+    let lists = server.seen().iter().filter(|s| s.uri.contains("/leases?") && !s.uri.contains("watch=true")).count();
+    eprintln!("Lease list requests in 10 s: {lists}");
+    assert!(lists >= 2, "the list was asked again after the 410: {lists}, {all}");
+    // One stream (Kueue's manager's Lease is followed only once dispatch's was answered),
+    // listing at 0, 0.5, 1.5, 3.5, 5.5, 7.5 and 9.5 s: 7 at most (a slow machine asks fewer,
+    // never more); no backoff: thousands.
+    assert!(lists <= 10, "{lists} list requests in 10 s: {all}");
+    // The 410 is said once, however many relists; no list was ever answered, so the timeout
+    // came in an outage: one error line and exit 1.
+    assert_eq!(ours.stderr.matches("410 Gone); relisting").count(), 1, "{all}");
+    assert_eq!(ours.code, 1, "{all}");
+    let errors: Vec<&str> = ours.stderr.lines().filter(|l| l.starts_with("error: ")).collect();
+    assert_eq!(errors, ["error: --timeout 10s came before the API server answered"], "{all}");
+    assert!(ours.stdout.is_empty(), "no row without an answer: {all}");
+}

@@ -2,8 +2,8 @@
 //! hostile --mode MODE`, plain HTTP with answers no kube-apiserver gives (`headers`: 401 to
 //! everything; `status-escape`, `retry-after`, `endless`, `drip`, `odd-times`, and more;
 //! `endless-watch`, `closing-watch`: Leases, then a watch whose line never ends, or that
-//! closes at once), logging the headers of each
-//! request it receives, a CONNECT's tunnel included.
+//! closes at once; `gone-list`: a Lease GET answered, every Lease list and watch 410 Gone),
+//! logging the headers of each request it receives, a CONNECT's tunnel included.
 //!
 //! The server ends when this value drops, and by itself when this test process dies (its
 //! standard input, a pipe held here, closes).

@@ -54,6 +54,8 @@ const usage = `usage:
                        ends (bytes without a newline, for ever)
         closing-watch  the same Leases, then a watch answered 200 and closed at once,
                        every time
+        gone-list      a Lease GET as a real server answers it; every list of Leases and
+                       every watch 410 Gone, a Status Expired "too old resource version"
       Appends one JSON line per request to FILE: {"method","uri","host","headers"} (header
       names in canonical form, values as received). Prints one line "listening on
       127.0.0.1:PORT" once ready. Serves until SIGTERM/SIGINT or until its standard input is
