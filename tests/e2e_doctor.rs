@@ -8,25 +8,15 @@ mod support;
 use serde_json::json;
 use std::sync::OnceLock;
 
-use support::pods::{self, Container};
-use support::{Cluster, Run, fixtures, unique};
+use support::pods;
+use support::{Cluster, Run, unique};
 
 /// The default Lease, fresh for an hour, held by a running pod on a Ready node; once per run.
 fn cluster() -> &'static Cluster {
     static READY: OnceLock<()> = OnceLock::new();
     let c = Cluster::shared();
     READY.get_or_init(|| {
-        pods::namespace_for_pods(c, "dispatch-system");
-        c.apply(&pods::node("doctor-node", "True", "KubeletReady"));
-        c.apply(&pods::pod(
-            "dispatch-system",
-            "dispatch-admission-5c7d9-q2x4z",
-            "doctor-node",
-            Container::Ready { restarts: 0 },
-        ));
-        let uid = pods::uid(c, "dispatch-system", "dispatch-admission-5c7d9-q2x4z");
-        let holder = format!("dispatch-admission-5c7d9-q2x4z_{uid}");
-        c.apply(&fixtures::lease("dispatch-system", "dispatch-admission", Some(&holder), Some(1), Some(3600)));
+        pods::healthy_default_holder(c);
     });
     c
 }

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use support::controller::Controller;
 use support::fixtures::{self, Scenario};
-use support::pods::{self, Container};
+use support::pods;
 use support::{Cluster, Run};
 
 const S: Duration = Duration::from_secs(1);
@@ -38,17 +38,7 @@ fn cluster_on(version: &str) -> &'static Cluster {
     let server = c.kubectl_ok(&["version", "-o", "json"], None);
     let v: serde_json::Value = serde_json::from_str(&server).expect("kubectl version -o json");
     assert_eq!(v["serverVersion"]["gitVersion"], version, "the cluster runs another kube-apiserver: {v}");
-    pods::namespace_for_pods(c, "dispatch-system");
-    c.apply(&pods::node("doctor-node", "True", "KubeletReady"));
-    c.apply(&pods::pod(
-        "dispatch-system",
-        "dispatch-admission-5c7d9-q2x4z",
-        "doctor-node",
-        Container::Ready { restarts: 0 },
-    ));
-    let uid = pods::uid(c, "dispatch-system", "dispatch-admission-5c7d9-q2x4z");
-    let holder = format!("dispatch-admission-5c7d9-q2x4z_{uid}");
-    c.apply(&fixtures::lease("dispatch-system", "dispatch-admission", Some(&holder), Some(1), Some(3600)));
+    pods::healthy_default_holder(c);
     map.insert(version.to_string(), c);
     c
 }

@@ -59,3 +59,14 @@ pub fn pod(ns: &str, name: &str, node: &str, container: Container) -> String {
 pub fn uid(c: &Cluster, ns: &str, name: &str) -> String {
     c.kubectl_ok(&["get", "pod", "-n", ns, name, "-o", "jsonpath={.metadata.uid}"], None)
 }
+
+/// dispatch's default Lease, `dispatch-system/dispatch-admission`, held for an hour by a running,
+/// ready pod on a ready node (`doctor-node`): the healthy holder doctor and the version matrix read.
+pub fn healthy_default_holder(c: &Cluster) {
+    namespace_for_pods(c, "dispatch-system");
+    c.apply(&node("doctor-node", "True", "KubeletReady"));
+    c.apply(&pod("dispatch-system", "dispatch-admission-5c7d9-q2x4z", "doctor-node", Container::Ready { restarts: 0 }));
+    let uid = uid(c, "dispatch-system", "dispatch-admission-5c7d9-q2x4z");
+    let holder = format!("dispatch-admission-5c7d9-q2x4z_{uid}");
+    c.apply(&super::fixtures::lease("dispatch-system", "dispatch-admission", Some(&holder), Some(1), Some(3600)));
+}
