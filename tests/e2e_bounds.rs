@@ -8,13 +8,13 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::fixtures::Scenario;
 use support::hostile::Hostile;
-use support::{Cluster, Run, plugin_path, unique};
+use support::{Cluster, Run, unique};
 
 /// The bound on the plugin's peak resident memory under any hostile answer (the body bound is
 /// 64 MiB; the text is held once as it arrives and once whole).
@@ -34,41 +34,13 @@ struct Measured {
 /// `kubectl-dispatch` are the plugin's alone; VmHWM only grows, so the last is the peak, less
 /// what grew in the last 10 ms).
 fn measured(args: &[&str], env: &[(&str, &str)]) -> Measured {
-    let mut cmd = Command::new("kubectl");
-    cmd.args(args).env("PATH", plugin_path()).env("KUBECONFIG", "/dev/null").stdin(Stdio::null());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let path = std::env::temp_dir().join(unique("dispatch-bounds-run"));
-    let (out, err) = (path.with_extension("out"), path.with_extension("err"));
-    cmd.stdout(std::fs::File::create(&out).unwrap()).stderr(std::fs::File::create(&err).unwrap());
-    let mut child = cmd.spawn().expect("start kubectl");
-    let started = Instant::now();
     let mut peak_kib = None;
-    let status = loop {
-        if let Some(kib) = vm_hwm(child.id()) {
+    let mut sample = |pid| {
+        if let Some(kib) = vm_hwm(pid) {
             peak_kib = Some(kib);
         }
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > WATCHDOG {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "kubectl {args:?} did not end within {WATCHDOG:?}:\n{}",
-                std::fs::read_to_string(&err).unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
     };
-    let run = Run {
-        code: status.code().unwrap_or(-1),
-        stdout: std::fs::read_to_string(&out).unwrap_or_default(),
-        stderr: std::fs::read_to_string(&err).unwrap_or_default(),
-    };
-    let _ = std::fs::remove_file(out);
-    let _ = std::fs::remove_file(err);
+    let run = support::hostile::kubectl_watched(args, env, WATCHDOG, Duration::from_millis(10), &mut sample);
     Measured { run, peak_kib }
 }
 

@@ -389,36 +389,7 @@ fn within(args: &[&str], limit: std::time::Duration) -> Run {
 
 /// [`within`], calling `sample` with kubectl's process id every 100 ms while it runs.
 fn within_sampled(args: &[&str], limit: std::time::Duration, sample: &mut dyn FnMut(u32)) -> Run {
-    let mut cmd = std::process::Command::new("kubectl");
-    cmd.args(args).env("PATH", plugin_path()).env("KUBECONFIG", "/dev/null").stdin(std::process::Stdio::null());
-    let path = std::env::temp_dir().join(unique("dispatch-hostile-run"));
-    let (out, err) = (path.with_extension("out"), path.with_extension("err"));
-    cmd.stdout(std::fs::File::create(&out).unwrap()).stderr(std::fs::File::create(&err).unwrap());
-    let mut child = cmd.spawn().expect("start kubectl");
-    let started = std::time::Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "kubectl {args:?} did not end within {limit:?}:\n{}",
-                std::fs::read_to_string(&err).unwrap_or_default()
-            );
-        }
-        sample(child.id());
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    };
-    let run = Run {
-        code: status.code().unwrap_or(-1),
-        stdout: std::fs::read_to_string(&out).unwrap_or_default(),
-        stderr: std::fs::read_to_string(&err).unwrap_or_default(),
-    };
-    let _ = std::fs::remove_file(out);
-    let _ = std::fs::remove_file(err);
-    run
+    support::hostile::kubectl_watched(args, &[], limit, std::time::Duration::from_millis(100), sample)
 }
 
 const WATCHDOG: std::time::Duration = std::time::Duration::from_secs(120);

@@ -103,3 +103,49 @@ impl Drop for Hostile {
         let _ = std::fs::remove_file(&self.stderr);
     }
 }
+
+/// `kubectl ARGS` with no kubeconfig (and `env`), the plugin on PATH, calling `sample` with
+/// kubectl's process id every `every` while it runs (kubectl execs the plugin in its own
+/// process), and ended by force if it is still running after `limit`: a generous watchdog, so
+/// that a hang fails with its reason rather than holding the suite.
+pub fn kubectl_watched(
+    args: &[&str],
+    env: &[(&str, &str)],
+    limit: std::time::Duration,
+    every: std::time::Duration,
+    sample: &mut dyn FnMut(u32),
+) -> super::Run {
+    let mut cmd = Command::new("kubectl");
+    cmd.args(args).env("PATH", super::plugin_path()).env("KUBECONFIG", "/dev/null").stdin(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let path = std::env::temp_dir().join(unique("dispatch-hostile-run"));
+    let (out, err) = (path.with_extension("out"), path.with_extension("err"));
+    cmd.stdout(std::fs::File::create(&out).unwrap()).stderr(std::fs::File::create(&err).unwrap());
+    let mut child = cmd.spawn().expect("start kubectl");
+    let started = std::time::Instant::now();
+    let status = loop {
+        sample(child.id());
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "kubectl {args:?} did not end within {limit:?}:\n{}",
+                std::fs::read_to_string(&err).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(every);
+    };
+    let run = super::Run {
+        code: status.code().unwrap_or(-1),
+        stdout: std::fs::read_to_string(&out).unwrap_or_default(),
+        stderr: std::fs::read_to_string(&err).unwrap_or_default(),
+    };
+    let _ = std::fs::remove_file(out);
+    let _ = std::fs::remove_file(err);
+    run
+}
