@@ -30,6 +30,7 @@ use tower_http::decompression::DecompressionLayer;
 use super::credentials::{MakeHttp, TokenFile, Transport};
 use super::deadline::RequestTimeout;
 use super::exec::{Credential, ExecPlugin};
+use super::kubeconfig::{OwnCredential, own_credential};
 use super::retry::RetryAfter;
 use super::server_clock::{ServerClock, ServerClockLayer};
 use super::tls::TlsConnector;
@@ -59,18 +60,11 @@ pub fn build(mut config: Config, route: Route) -> Result<Client, Error> {
     // Before kube's layers, which abort on a value no header can carry.
     super::headers::check(&config.auth_info)?;
     let make = make_http(&config, route.proxy.as_ref(), route.request_timeout)?;
-    // A token file kube would send (nothing before it in kube's order of credentials) is read
-    // here instead, as client-go reads it (super::credentials): kube's sends it untrimmed and
-    // reads it again only once a minute, also after a 401.
-    let auth = &config.auth_info;
-    let token_file = match &auth.token_file {
-        Some(path)
-            if auth.auth_provider.is_none()
-                && auth.token.is_none()
-                && !(auth.username.is_some() && auth.password.is_some()) =>
-        {
-            Some(TokenFile::open(std::path::Path::new(path))?)
-        }
+    // A token file kube would send is read here instead, as client-go reads it
+    // (super::credentials): kube's sends it untrimmed and reads it again only once a minute,
+    // also after a 401. Which credential wins is super::kubeconfig::own_credential's.
+    let token_file = match (&config.auth_info.token_file, own_credential(&config.auth_info)) {
+        (Some(path), OwnCredential::TokenFile) => Some(TokenFile::open(std::path::Path::new(path))?),
         _ => None,
     };
     if token_file.is_some() {

@@ -11,7 +11,7 @@ use kube::{Client, Config};
 
 use super::client::{self, Route};
 use super::exec::ExecPlugin;
-use super::kubeconfig;
+use super::kubeconfig::{self, OwnCredential};
 use super::server_clock::ServerClock;
 use crate::error::{Error, first_line};
 use crate::invocation::ConnectionSettings;
@@ -55,7 +55,7 @@ pub async fn connect(
         Some(mut chosen) => {
             // kube would run a plugin left in the config itself, unbounded: take it out always,
             // and run it here only where kubectl would.
-            let uses_exec = kubeconfig::uses_exec(&chosen.user);
+            let uses_exec = kubeconfig::own_credential(&chosen.user) == OwnCredential::ExecPlugin;
             let exec = chosen.user.exec.take().filter(|_| uses_exec).map(|config| ExecPlugin {
                 cluster: config.provide_cluster_info.then(|| ExecAuthCluster::try_from(&chosen.cluster).ok()).flatten(),
                 config,

@@ -224,15 +224,35 @@ fn validate(cluster: &Cluster, user: &AuthInfo, user_name: &str) -> Result<(), E
     Ok(())
 }
 
-/// Whether kubectl would run this user's exec plugin: not when a token, basic auth (a user
-/// name) or a client certificate and key are also there (client-go's `HasTokenAuth`,
-/// `HasBasicAuth`, `HasCertAuth`: it then takes those and never runs the plugin).
-pub fn uses_exec(user: &AuthInfo) -> bool {
+/// The credential of a user that kubectl-dispatch handles itself instead of leaving it to kube's
+/// auth layer. Which credential wins is decided here, once, for the connection
+/// (`connect.rs`: whether the exec plugin runs) and the HTTP stack (`client.rs`: whether the
+/// token file is read as client-go reads it).
+#[derive(Debug, PartialEq, Eq)]
+pub enum OwnCredential {
+    /// The exec plugin runs, as kubectl would run it.
+    ExecPlugin,
+    /// The token file is read, trimmed and re-read as client-go does (`credentials.rs`).
+    TokenFile,
+    /// Nothing: kube's layers send what the user has, if anything.
+    Neither,
+}
+
+pub fn own_credential(user: &AuthInfo) -> OwnCredential {
     let set = |s: &Option<String>| s.as_deref().is_some_and(|s| !s.is_empty());
     let cert = set(&user.client_certificate) || set(&user.client_certificate_data);
     let key = set(&user.client_key) || user.client_key_data.is_some();
+    // client-go's `HasTokenAuth`, `HasBasicAuth` (a user name) and `HasCertAuth` (a certificate
+    // and its key): with any of them kubectl sends that and never runs the plugin.
     let other = user.token.is_some() || set(&user.token_file) || set(&user.username) || (cert && key);
-    user.exec.is_some() && !other
+    if user.exec.is_some() && !other {
+        return OwnCredential::ExecPlugin;
+    }
+    // kube's order of credentials: an auth-provider, basic auth (a user name and a password)
+    // and a token all come before a token file.
+    let before_file =
+        user.auth_provider.is_some() || user.token.is_some() || (user.username.is_some() && user.password.is_some());
+    if user.token_file.is_some() && !before_file { OwnCredential::TokenFile } else { OwnCredential::Neither }
 }
 
 /// The kubeconfig files merged, as kubectl reads them; `None` when there are none.
@@ -385,6 +405,7 @@ mod tests {
 
     #[test]
     fn a_token_or_certificate_keeps_exec_from_running() {
+        let uses_exec = |u: &AuthInfo| own_credential(u) == OwnCredential::ExecPlugin;
         let exec = Some(kube::config::ExecConfig::default());
         assert!(uses_exec(&AuthInfo { exec: exec.clone(), ..AuthInfo::default() }));
         assert!(!uses_exec(&AuthInfo {
@@ -396,6 +417,21 @@ mod tests {
         assert!(uses_exec(&cert_only), "a certificate without a key is not cert auth");
         assert!(!uses_exec(&AuthInfo { client_key: Some("k".into()), ..cert_only }));
         assert!(!uses_exec(&AuthInfo { exec, username: Some("u".into()), ..AuthInfo::default() }));
+    }
+
+    #[test]
+    fn a_token_file_is_read_here_unless_a_credential_before_it_in_kubes_order_is_there() {
+        let file = AuthInfo { token_file: Some("/t".into()), ..AuthInfo::default() };
+        assert_eq!(own_credential(&file), OwnCredential::TokenFile);
+        let exec = AuthInfo { exec: Some(kube::config::ExecConfig::default()), ..file.clone() };
+        assert_eq!(own_credential(&exec), OwnCredential::TokenFile, "a token file keeps the plugin from running");
+        let token = AuthInfo { token: Some("t".to_string().into()), ..file.clone() };
+        assert_eq!(own_credential(&token), OwnCredential::Neither);
+        let name_only = AuthInfo { username: Some("u".into()), ..file.clone() };
+        assert_eq!(own_credential(&name_only), OwnCredential::TokenFile);
+        let basic = AuthInfo { password: Some("p".to_string().into()), ..name_only };
+        assert_eq!(own_credential(&basic), OwnCredential::Neither);
+        assert_eq!(own_credential(&AuthInfo::default()), OwnCredential::Neither);
     }
 
     #[test]
