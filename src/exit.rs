@@ -6,8 +6,9 @@ use crate::core::verdict::Verdict;
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
-    /// Gate yes, or Lease fresh.
-    Yes,
+    /// 0: gate yes, Lease fresh, doctor all well, or a plain `--watch` that ended as asked
+    /// (Ctrl-C, `--timeout`).
+    Success,
     /// Could not evaluate: an error, reported on stderr.
     Failed,
     /// Usage error.
@@ -23,7 +24,7 @@ pub enum Exit {
 impl Exit {
     pub fn code(self) -> i32 {
         match self {
-            Exit::Yes => 0,
+            Exit::Success => 0,
             Exit::Failed => 1,
             Exit::Usage => 2,
             Exit::No => 3,
@@ -36,7 +37,7 @@ impl Exit {
 impl From<Verdict> for Exit {
     fn from(v: Verdict) -> Self {
         match v {
-            Verdict::Yes => Exit::Yes,
+            Verdict::Yes => Exit::Success,
             Verdict::No => Exit::No,
             Verdict::Unknown => Exit::Unknown,
         }
@@ -91,7 +92,7 @@ mod tests {
 
     #[test]
     fn codes_are_the_documented_ones() {
-        assert_eq!(Exit::Yes.code(), 0);
+        assert_eq!(Exit::Success.code(), 0);
         assert_eq!(Exit::Failed.code(), 1);
         assert_eq!(Exit::Usage.code(), 2);
         assert_eq!(Exit::No.code(), 3);

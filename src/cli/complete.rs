@@ -69,8 +69,8 @@ pub fn print_script(shell: CompletionShell) -> Exit {
     let mut out = std::io::BufWriter::new(stdout.lock());
     script(shell, &mut out);
     match out.flush() {
-        Ok(()) => Exit::Yes,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Exit::Yes,
+        Ok(()) => Exit::Success,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Exit::Success,
         Err(e) => {
             LineSink::stderr().error(&format!("cannot write the completion script: {e}"));
             Exit::Failed
@@ -92,7 +92,7 @@ pub fn as_kubectl_completer() -> Option<Exit> {
     let mut out = stdout.lock();
     let _ = out.write_all(kubectl_complete(&words, &Live).as_bytes());
     let _ = out.flush();
-    Some(Exit::Yes)
+    Some(Exit::Success)
 }
 
 /// What a completion needs from outside: names from the kubeconfig and the cluster.

@@ -50,7 +50,11 @@ fn usage(e: clap::Error) -> Exit {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
     ) {
         let _ = e.print();
-        return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { Exit::Usage } else { Exit::Yes };
+        return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+            Exit::Usage
+        } else {
+            Exit::Success
+        };
     }
     let text = e.render().to_string();
     let mut lines = text.lines();

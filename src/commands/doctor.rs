@@ -100,7 +100,7 @@ pub async fn run(conn: &Connection, opts: &DoctorOptions<'_>, deps: &mut Deps<'_
         crate::render::doctor::render(&run, opts.output, deps.style, deps.out, deps.err)?;
     }
     Ok(match run.report.overall {
-        Level::Ok | Level::Warning => Exit::Yes,
+        Level::Ok | Level::Warning => Exit::Success,
         Level::Fail => Exit::No,
         Level::Unknown => Exit::Unknown,
     })

@@ -194,7 +194,7 @@ where
         match gate.next(deps).await? {
             Step::Judged(now, Verdict::Yes) => {
                 super::live::unless_closed(render_once(&gate.run_at(now), gate.opts, deps))?;
-                return Ok(Exit::Yes);
+                return Ok(Exit::Success);
             }
             Step::Judged(..) => {}
             Step::Shutdown => return Ok(gate.last.map(|(_, v)| Exit::from(v)).unwrap_or(Exit::Unknown)),
@@ -208,7 +208,7 @@ where
                 super::live::unless_closed(render_once(&gate.run_at(at), gate.opts, deps))?;
                 return Ok(Exit::from(verdict));
             }
-            Step::Ended => return Ok(Exit::Yes),
+            Step::Ended => return Ok(Exit::Success),
         }
     }
 }
@@ -229,7 +229,7 @@ where
     loop {
         let now = match gate.next(deps).await? {
             Step::Judged(now, _) => now,
-            Step::Shutdown | Step::TimedOut | Step::Ended => return Ok(Exit::Yes),
+            Step::Shutdown | Step::TimedOut | Step::Ended => return Ok(Exit::Success),
         };
         let signature = gate.state.signature(now);
         // Kueue's manager, as context: said when its Lease changes state, and at the start
@@ -466,7 +466,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn the_stale_timer_re_evaluates_without_any_event_and_shutdown_ends_the_watch() {
         let (exit, out, err, elapsed) = follow_for(updates(facts(0), Some(Vec::new()), &[(0, 0)]), WATCH, 120).await;
-        assert_eq!(exit, Exit::Yes, "Ctrl-C ends a watch successfully");
+        assert_eq!(exit, Exit::Success, "Ctrl-C ends a watch successfully");
         assert_eq!(elapsed, Duration::from_secs(120), "it ran until the shutdown");
         let evaluated: Vec<&str> = out.lines().filter(|l| l.ends_with("ReadmissionGate re-evaluated")).collect();
         assert_eq!(
@@ -508,7 +508,7 @@ mod tests {
         let live = GateLive { wait: true, timeout: Some(Duration::from_secs(45)) };
         let (exit, _, _, elapsed) =
             follow_for(updates(facts(-60), Some(Vec::new()), &[(0, -60), (10, 10)]), live, 600).await;
-        assert_eq!((exit, elapsed), (Exit::Yes, Duration::from_secs(10)), "a yes ends the wait");
+        assert_eq!((exit, elapsed), (Exit::Success, Duration::from_secs(10)), "a yes ends the wait");
     }
 
     /// Kueue's manager's Lease renewed at 0 (fresh, no line), stale from 30 s with no event
@@ -530,7 +530,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn kueues_manager_lease_is_followed_live_with_a_stale_timer_of_its_own() {
         let (exit, out, err, _) = follow_for(kueue_story(), WATCH, 70).await;
-        assert_eq!(exit, Exit::Yes);
+        assert_eq!(exit, Exit::Success);
         assert_eq!(err, "", "{err}");
         let lease = "kueue-system/c1f6bfd2.kueue.x-k8s.io";
         let kueue: Vec<&str> = out.lines().filter(|l| l.contains("Kueue's manager: ")).collect();

@@ -172,7 +172,7 @@ impl Watching<'_> {
             let stale_at = deadline.and_then(|d| Instant::now().checked_add(until(now, d)));
             let wake = [stale_at, self.recheck].into_iter().flatten().min();
             let said = match live.next(wake).await {
-                Woke::Shutdown | Woke::Ended => return Ok(Step::End(Exit::Yes)),
+                Woke::Shutdown | Woke::Ended => return Ok(Step::End(Exit::Success)),
                 Woke::TimedOut => {
                     self.connection.timed_out(self.opts.timeout)?;
                     let now = deps.clock.now();
@@ -293,7 +293,7 @@ impl Watching<'_> {
             self.view.kueue(&a, at, true, deps.out, deps.err)?;
         }
         if self.opts.until.is_some_and(|u| reached(u, &self.tracker, &self.connection.link, now)) {
-            return Ok(Some(Exit::Yes));
+            return Ok(Some(Exit::Success));
         }
         self.view.status(&self.tracker, &self.connection.link, self.polling, now, deps.out)?;
         Ok(None)
@@ -304,7 +304,7 @@ impl Watching<'_> {
         let link = &self.connection.link;
         match link.down_at_timeout() {
             Some(_) => Exit::Failed,
-            None if self.opts.until.is_some_and(|u| reached(u, &self.tracker, link, now)) => Exit::Yes,
+            None if self.opts.until.is_some_and(|u| reached(u, &self.tracker, link, now)) => Exit::Success,
             None => timed_out(&self.tracker, self.opts.until, now),
         }
     }
@@ -356,7 +356,7 @@ fn until_words(until: Until) -> &'static str {
 
 fn timed_out(tracker: &Tracker, until: Option<Until>, now: Timestamp) -> Exit {
     match until {
-        None => Exit::Yes,
+        None => Exit::Success,
         Some(Until::Fresh) => tracker.assess(now).map(|a| Exit::from(a.state.verdict())).unwrap_or(Exit::Unknown),
         Some(_) => Exit::TimedOut,
     }
@@ -470,7 +470,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn stale_is_reported_at_the_deadline_without_any_event() {
         let (exit, out, _, _) = run(vec![(0, renewed("a", 0)), (2, renewed("a", 2))], watch(), 60).await;
-        assert_eq!(exit, Exit::Yes);
+        assert_eq!(exit, Exit::Success);
         let stale = out.lines().find(|l| l.contains(" stale ")).expect("a stale row");
         assert!(stale.starts_with("12:00:32Z"), "the row comes at renewTime + 30s: {stale}");
         assert!(stale.ends_with("the admission controller's Lease was last renewed 31s ago, beyond 30s"), "{stale}");
@@ -482,7 +482,7 @@ mod tests {
     async fn until_stale_exits_zero_at_the_deadline_and_times_out_with_5() {
         let opts = LeaseWatch { until: Some(Until::Stale), ..watch() };
         let (exit, _, _, elapsed) = run(vec![(0, renewed("a", 0))], opts, 600).await;
-        assert_eq!(exit, Exit::Yes);
+        assert_eq!(exit, Exit::Success);
         assert!(elapsed >= Duration::from_secs(30) && elapsed < Duration::from_secs(31), "{elapsed:?}");
         let opts = LeaseWatch { until: Some(Until::Stale), timeout: Some(Duration::from_secs(10)), ..watch() };
         let (exit, ..) = run(vec![(0, renewed("a", 0))], opts, 600).await;
@@ -497,14 +497,14 @@ mod tests {
         let (exit, ..) = run(vec![(0, LeaseUpdate::Forbidden("get leases".into()))], opts, 600).await;
         assert_eq!(exit, Exit::Unknown);
         let (exit, _, _, elapsed) = run(vec![(0, LeaseUpdate::Lease(None)), (3, renewed("a", 3))], opts, 600).await;
-        assert_eq!((exit, elapsed.as_secs()), (Exit::Yes, 3));
+        assert_eq!((exit, elapsed.as_secs()), (Exit::Success, 3));
     }
 
     #[tokio::test(start_paused = true)]
     async fn until_holder_change() {
         let opts = LeaseWatch { until: Some(Until::HolderChange), ..watch() };
         let (exit, out, _, elapsed) = run(vec![(0, renewed("a", 0)), (15, renewed("b", 15))], opts, 600).await;
-        assert_eq!((exit, elapsed.as_secs()), (Exit::Yes, 15));
+        assert_eq!((exit, elapsed.as_secs()), (Exit::Success, 15));
         assert!(out.contains("a -> b after 15s"), "{out}");
     }
 
@@ -616,7 +616,7 @@ mod tests {
         // Back before the timeout: the watch ends as it always did.
         let items = vec![(0, up()), (0, renewed("a", 0)), (2, down("the API server closed the connection")), (3, up())];
         let (exit, ..) = run(items, opts, 600).await;
-        assert_eq!(exit, Exit::Yes);
+        assert_eq!(exit, Exit::Success);
     }
 
     #[tokio::test(start_paused = true)]
@@ -630,7 +630,7 @@ mod tests {
         // Back at 40 with nothing renewed: stale then, and only then.
         let items = vec![(0, renewed("a", 0)), (2, cut), (40, up())];
         let (exit, out, err, elapsed) = run(items, opts, 600).await;
-        assert_eq!(exit, Exit::Yes);
+        assert_eq!(exit, Exit::Success);
         assert_eq!(elapsed, Duration::from_secs(41), "judged a moment after the connection is back");
         let stale = out.lines().find(|l| l.contains(" stale ")).expect("the stale row once back");
         assert!(stale.starts_with("12:00:41Z"), "{stale}");
@@ -669,7 +669,9 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_closed_stdout_keeps_the_code_the_timeout_would_give() {
-        for (until, exit) in [(Some(Until::Fresh), Exit::No), (Some(Until::Stale), Exit::Yes), (None, Exit::Yes)] {
+        for (until, exit) in
+            [(Some(Until::Fresh), Exit::No), (Some(Until::Stale), Exit::Success), (None, Exit::Success)]
+        {
             let clock = TokioClock { base: base(), start: Instant::now() };
             let (mut out, mut err) = (Closing(false), Shared::default());
             let log = Log::silent();
@@ -787,7 +789,7 @@ mod tests {
     async fn kueues_manager_going_stale_and_coming_back_is_a_line_each_in_the_rows() {
         let kueue = vec![(0, kueue_renewed("kueue-0_1", 0)), (40, kueue_renewed("kueue-1_2", 40))];
         let (exit, out, err) = with_kueue(kueue, 50, table(), 51).await;
-        assert_eq!((exit, err.as_str()), (Exit::Yes, ""));
+        assert_eq!((exit, err.as_str()), (Exit::Success, ""));
         let said: Vec<&str> = out.lines().filter(|l| l.contains("Kueue's manager")).collect();
         assert_eq!(
             said,
@@ -852,7 +854,7 @@ mod tests {
             rule: "get, list and watch leases.coordination.k8s.io".into(),
         }));
         let (exit, out, err) = with_kueue(vec![(0, refused)], 10, table(), 11).await;
-        assert_eq!((exit, err.as_str()), (Exit::Yes, ""));
+        assert_eq!((exit, err.as_str()), (Exit::Success, ""));
         assert!(!out.contains("Kueue"), "{out}");
         assert!(out.lines().any(|l| l.starts_with("12:00:10Z   renewed")), "the watch goes on: {out}");
         let (_, out, _) = with_kueue(vec![(0, refused_missing())], 10, table(), 11).await;

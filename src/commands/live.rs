@@ -179,7 +179,7 @@ pub fn unless_closed(result: Result<(), Error>) -> Result<(), Error> {
 /// code its `--timeout` gives (`lease --watch` and `gate --wait` keep their verdict's code).
 pub fn ended(result: Result<Exit, Error>) -> Result<Exit, Error> {
     match result {
-        Err(Error::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(Exit::Yes),
+        Err(Error::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(Exit::Success),
         other => other,
     }
 }
@@ -217,7 +217,7 @@ mod tests {
     #[test]
     fn a_closed_pipe_ends_quietly() {
         let closed = Error::Output(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
-        assert_eq!(ended(Err(closed)).unwrap(), Exit::Yes);
+        assert_eq!(ended(Err(closed)).unwrap(), Exit::Success);
         let full = Error::Output(std::io::Error::from(std::io::ErrorKind::StorageFull));
         assert!(ended(Err(full)).is_err());
     }

@@ -106,5 +106,5 @@ pub async fn run(
         Some(printer) => printer.print(&run.document(), deps.out)?,
         None => crate::render::workload::render(&run, output, deps.style, deps.out, deps.err)?,
     }
-    Ok(if through { Exit::Yes } else { Exit::No })
+    Ok(if through { Exit::Success } else { Exit::No })
 }
