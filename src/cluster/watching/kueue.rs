@@ -12,7 +12,7 @@ use futures::stream::BoxStream;
 use kube::api::Api;
 
 use super::kueue_lease::{self, KueueLeaseUpdate};
-use super::reflector::{self, Followed, LeaseUpdate, Seen, Signal, WhenForbidden};
+use super::reflector::{self, LeaseUpdate, Seen, Signal, StreamOrigin, WhenForbidden};
 use crate::cluster::connecting::connect::Connection;
 use crate::cluster::reading::fetch::KueueApi;
 use crate::cluster::reading::wire;
@@ -51,7 +51,7 @@ fn kueue_watch<K, T>(
     api: Api<K>,
     labels: Option<String>,
     stream: usize,
-    (forbidden, who): (WhenForbidden<K>, Followed),
+    (forbidden, origin): (WhenForbidden<K>, StreamOrigin),
     convert: impl Fn(&K) -> (Key, T) + Send + 'static,
     wrap: fn(ListChange<T>) -> Fact,
 ) -> BoxStream<'static, Update>
@@ -59,8 +59,8 @@ where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
     T: Send + 'static,
 {
-    let rule = who.rule.clone();
-    reflector::follow(api, None, labels, forbidden, who)
+    let rule = origin.rule.clone();
+    reflector::follow(api, None, labels, forbidden, origin)
         .map(move |signal| {
             let change = match signal {
                 Signal::Seen(Seen::List) => ListChange::Init,
@@ -117,6 +117,18 @@ fn kueue_lease_watch(conn: &Connection, lease: &LeaseRef, stream: usize) -> BoxS
         .boxed()
 }
 
+/// `ar`'s objects in `namespace`, or in all namespaces.
+fn scoped<K: kube::Resource<DynamicType = kube::api::ApiResource, Scope = kube::core::DynamicResourceScope>>(
+    client: &kube::Client,
+    ar: kube::api::ApiResource,
+    namespace: Option<&str>,
+) -> Api<K> {
+    match namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
+        None => Api::all_with(client.clone(), &ar),
+    }
+}
+
 /// Every stream the gate follows, merged by the caller: the ClusterQueues (0), AdmissionChecks
 /// (1), Workloads (2) and LocalQueues (3) at `kueue`'s version, in `namespace` or all, then
 /// dispatch's Lease (4) and Kueue's manager's (5). `selector` (`-l`) narrows the Workloads.
@@ -133,16 +145,6 @@ pub fn streams(
         Api::all_with(client.clone(), &kueue.resource("ClusterQueue", "clusterqueues"));
     let acs: Api<wire::WireAdmissionCheck> =
         Api::all_with(client.clone(), &kueue.resource("AdmissionCheck", "admissionchecks"));
-    fn scoped<K: kube::Resource<DynamicType = kube::api::ApiResource, Scope = kube::core::DynamicResourceScope>>(
-        client: &kube::Client,
-        ar: kube::api::ApiResource,
-        namespace: Option<&str>,
-    ) -> Api<K> {
-        match namespace {
-            Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
-            None => Api::all_with(client.clone(), &ar),
-        }
-    }
     let wls: Api<wire::WireWorkload> = scoped(&client, kueue.resource("Workload", "workloads"), namespace);
     let lqs: Api<wire::WireLocalQueue> = scoped(&client, kueue.resource("LocalQueue", "localqueues"), namespace);
     let scope = match namespace {
@@ -151,13 +153,14 @@ pub fn streams(
     };
     // A first forbidden ClusterQueue or AdmissionCheck list ends the watch (the one-shot gate
     // answers unknown); Workloads and LocalQueues forbidden are only noted, as there.
-    let who = |rule: String| Followed { server: conn.server.clone(), rule, server_clock: conn.server_clock.clone() };
+    let origin =
+        |rule: String| StreamOrigin { server: conn.server.clone(), rule, server_clock: conn.server_clock.clone() };
     vec![
         kueue_watch(
             cqs,
             None,
             0,
-            (WhenForbidden::End, who("list and watch clusterqueues.kueue.x-k8s.io (cluster-wide)".into())),
+            (WhenForbidden::End, origin("list and watch clusterqueues.kueue.x-k8s.io (cluster-wide)".into())),
             |o| (key(o), wire::cluster_queue(o)),
             Fact::Queue,
         ),
@@ -165,7 +168,7 @@ pub fn streams(
             acs,
             None,
             1,
-            (WhenForbidden::End, who("list and watch admissionchecks.kueue.x-k8s.io (cluster-wide)".into())),
+            (WhenForbidden::End, origin("list and watch admissionchecks.kueue.x-k8s.io (cluster-wide)".into())),
             |o| (key(o), wire::admission_check(o)),
             Fact::Check,
         ),
@@ -174,7 +177,7 @@ pub fn streams(
             // `-l`: the server filters the Workloads.
             selector.map(str::to_string),
             2,
-            (WhenForbidden::Retry, who(format!("list and watch workloads.kueue.x-k8s.io {scope}"))),
+            (WhenForbidden::Retry, origin(format!("list and watch workloads.kueue.x-k8s.io {scope}"))),
             // Reduced to the entries at any check that might be dispatch's; which checks are
             // dispatch's is decided from the AdmissionChecks, as they come.
             move |o| {
@@ -192,7 +195,7 @@ pub fn streams(
             lqs,
             None,
             3,
-            (WhenForbidden::Retry, who(format!("list and watch localqueues.kueue.x-k8s.io {scope}"))),
+            (WhenForbidden::Retry, origin(format!("list and watch localqueues.kueue.x-k8s.io {scope}"))),
             |o| (key(o), wire::local_queue(o)),
             Fact::LocalQueue,
         ),

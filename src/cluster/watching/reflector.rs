@@ -119,10 +119,10 @@ pub enum WhenForbidden<K> {
     Poll { name: String, cadence: fn(Option<&K>) -> Duration },
 }
 
-/// Who is followed, for the refusals that end a stream: the server's URL and the RBAC rule
+/// Where a followed stream comes from, for the refusals that end it: the server's URL and the RBAC rule
 /// that would allow the stream; and the connection's record of the server's clock.
 #[derive(Debug, Clone, Default)]
-pub struct Followed {
+pub struct StreamOrigin {
     pub server: String,
     pub rule: String,
     pub server_clock: ServerClock,
@@ -136,7 +136,7 @@ pub fn follow<K>(
     fields: Option<String>,
     labels: Option<String>,
     forbidden: WhenForbidden<K>,
-    who: Followed,
+    origin: StreamOrigin,
 ) -> impl Stream<Item = Signal<K>> + Send + 'static
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
@@ -148,8 +148,9 @@ where
         let refreshed = AtomicBool::new(false);
         let not_found = AtomicU32::new(0);
         let broken = AtomicBool::new(false);
-        let _ =
-            Reflector { api, fields, labels, forbidden, who, tx, answered, refreshed, not_found, broken }.run().await;
+        let _ = Reflector { api, fields, labels, forbidden, origin, tx, answered, refreshed, not_found, broken }
+            .run()
+            .await;
     });
     rx
 }
@@ -159,7 +160,7 @@ struct Reflector<K> {
     fields: Option<String>,
     labels: Option<String>,
     forbidden: WhenForbidden<K>,
-    who: Followed,
+    origin: StreamOrigin,
     tx: UnboundedSender<Signal<K>>,
     /// A list, watch or get of this stream succeeded.
     answered: AtomicBool,
@@ -212,7 +213,7 @@ where
         self.answered.store(true, Ordering::Relaxed);
         self.refreshed.store(false, Ordering::Relaxed);
         self.not_found.store(0, Ordering::Relaxed);
-        match self.who.server_clock.latest() {
+        match self.origin.server_clock.latest() {
             Some((server, local)) => self.link(LinkEvent::Clock { server, local }),
             None => Ok(()),
         }
@@ -250,10 +251,10 @@ where
             }
             OnStatus::End => {
                 let refusal = match s.code {
-                    401 => Refusal::Unauthorized { server: self.who.server.clone() },
+                    401 => Refusal::Unauthorized { server: self.origin.server.clone() },
                     403 => Refusal::Forbidden {
                         message: crate::error::first_line(&s.message),
-                        rule: self.who.rule.clone(),
+                        rule: self.origin.rule.clone(),
                     },
                     _ => Refusal::NotServed { resource: self.api.resource_url().to_string() },
                 };
@@ -480,7 +481,7 @@ where
                 Err(e) if code(&e) == Some(403) && !self.answered.load(Ordering::Relaxed) => {
                     // Neither list, watch nor get: nothing to follow, as `kubectl get -w` ends.
                     let message = status(&e).map(|s| crate::error::first_line(&s.message)).unwrap_or_default();
-                    let rule = self.who.rule.clone();
+                    let rule = self.origin.rule.clone();
                     self.link(LinkEvent::Refused(Refusal::Forbidden { message, rule }))?;
                     return Err(Gone);
                 }
@@ -537,10 +538,13 @@ pub fn lease(conn: &Connection, lease: &LeaseRef) -> impl Stream<Item = LeaseUpd
     let forbidden_rule =
         format!("get, list and watch leases.coordination.k8s.io {:?} in namespace {}", lease.name, lease.namespace);
     let poll = WhenForbidden::Poll { name: lease.name.clone(), cadence: lease_cadence };
-    let who =
-        Followed { server: conn.server.clone(), rule: forbidden_rule.clone(), server_clock: conn.server_clock.clone() };
+    let origin = StreamOrigin {
+        server: conn.server.clone(),
+        rule: forbidden_rule.clone(),
+        server_clock: conn.server_clock.clone(),
+    };
     let mut pending: Option<WireLease> = None;
-    follow(api, Some(fields), None, poll, who).filter_map(move |signal| {
+    follow(api, Some(fields), None, poll, origin).filter_map(move |signal| {
         let update = match signal {
             Signal::Seen(Seen::List) => {
                 pending = None;
