@@ -216,7 +216,7 @@ fn a_token_with_a_line_break_is_refused_as_kubectl_refuses_it() {
 }
 
 #[test]
-fn the_removed_auth_providers_are_refused_with_kubectls_words() {
+fn the_removed_auth_providers_are_refused_through_kubectl_in_kubectls_words_and_code() {
     let c = Cluster::shared();
     let dir = std::env::temp_dir().join(unique("dispatch-bounds-provider"));
     std::fs::create_dir_all(&dir).unwrap();

@@ -120,7 +120,7 @@ mod tests {
     }
 
     #[test]
-    fn the_removed_auth_providers_are_refused_with_kubectls_words() {
+    fn the_removed_auth_providers_and_oidc_tokens_are_checked_before_the_client() {
         let e = check(&auth("auth-provider: {name: gcp, config: {cmd-path: /bin/sleep}}")).unwrap_err();
         assert_eq!(e.to_string(), "The gcp auth plugin has been removed.");
         assert!(e.hint().unwrap().starts_with("Please use the \"gke-gcloud-auth-plugin\" kubectl/client-go"));
