@@ -133,13 +133,15 @@ struct Judged {
     until: Option<Timestamp>,
 }
 
-/// Per chain: the ClusterQueue, its verdict, and the rule that decides it (the first failing
-/// check, else the first unknown one, with its outcome). A change of any is printed; a reason
-/// whose words change while the rule stays (a stale Lease's growing age) is not.
-pub type Signature = Vec<(Option<String>, Verdict, Option<(CheckKind, &'static str)>)>;
+/// Per chain: the ClusterQueue, its verdict, the rule that decides it (the first failing
+/// check, else the first unknown one, with its outcome) and the deciding reason's code
+/// (`LeaseStale`, `LeaseNotFound`...). A change of any is printed (a stale Lease then deleted
+/// is a new reason); a reason whose words change while its code stays (a stale Lease's
+/// growing age) is not.
+pub type Signature = Vec<(Option<String>, Verdict, Option<(CheckKind, &'static str)>, Option<&'static str>)>;
 
 pub fn signature(report: &GateReport) -> Signature {
-    report.chains.iter().map(|c| (c.cluster_queue.clone(), c.verdict, deciding(c))).collect()
+    report.chains.iter().map(|c| (c.cluster_queue.clone(), c.verdict, deciding(c), c.reason_code)).collect()
 }
 
 fn deciding(chain: &Chain) -> Option<(CheckKind, &'static str)> {
