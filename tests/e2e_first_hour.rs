@@ -1,7 +1,8 @@
 //! An operator's first hour on the real test cluster: a stale Lease ends with the next step, a
 //! typo is told from an outage (stderr and reasonCode), a namespace with none waiting points
 //! at -A, `lease NAME -n NS` reads what `kubectl get lease NAME -n NS` reads, one-shot lease
-//! says forbidden and missing on stderr, and a --wait that times out says so.
+//! says forbidden and missing on stderr, a --wait that times out says so, and an
+//! --admission-check that matches nothing says "did you mean".
 
 mod support;
 
@@ -62,6 +63,30 @@ fn a_typo_says_so_on_stderr_and_in_its_reason_code() {
     let run = c.dispatch(&["gate", "--controller-name", &s.controller, "--lease", &missing]);
     run.expect_code(3);
     assert!(run.stderr.contains(&format!("did you mean {}?", s.lease_name)), "{}", run.stderr);
+}
+
+/// `--admission-check` that matches nothing: the adapter's verdict on stdout, and on stderr
+/// the typo said as a typo with the closest AdmissionCheck there is, as `--cluster-queue` and
+/// `--lease` say theirs.
+#[test]
+fn an_admission_check_typo_says_did_you_mean() {
+    let c = Cluster::shared();
+    let s = Scenario::new("first-check");
+    c.apply(&s.healthy_yaml());
+    let typo = format!("{}x", s.check);
+    let run = gate(c, &s, &["--admission-check", &typo]);
+    run.expect_code(3);
+    run.expect_line(&format!("ReadmissionGate: no (observe-only): no ClusterQueue lists AdmissionCheck {typo}"));
+    let want = format!("Warning: AdmissionCheck {typo} does not exist; did you mean {}?", s.check);
+    assert!(run.stderr.lines().any(|l| l.starts_with(&want)), "{}", run.stderr);
+    assert!(!run.stdout.contains("did you mean"), "the hint is for stderr:\n{}", run.stdout);
+    let json = gate(c, &s, &["--admission-check", &typo, "-o", "json"]);
+    assert_eq!(json.json()["chains"][0]["reasonCode"], "NoClusterQueueListsCheck");
+    assert!(json.stderr.contains(&want), "{}", json.stderr);
+    // The name that is there says nothing of the kind.
+    let right = gate(c, &s, &["--admission-check", &s.check]);
+    right.expect_code(0);
+    assert!(!right.stderr.contains("did you mean"), "{}", right.stderr);
 }
 
 #[test]
