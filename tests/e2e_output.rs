@@ -33,8 +33,9 @@ fn a_closed_stdout_ends_quietly() {
     assert_eq!(stderr, "No workloads wait at dispatch's check in any namespace.\n", "a closed pipe printed something");
 }
 
-/// `--no-headers` pipes like kubectl's: stdout has table rows and nothing else (the titles,
-/// notes and verdict lines go to stderr), beside `kubectl get --no-headers` on the same objects.
+/// `--no-headers` pipes like kubectl's: stdout has one table's rows and nothing else (gate's:
+/// the waiting Workloads'; the chains with their check rows, notes and verdict lines go to
+/// stderr), beside `kubectl get --no-headers` on the same objects.
 #[test]
 fn no_headers_prints_only_table_rows_like_kubectl() {
     let c = Cluster::shared();
@@ -51,15 +52,22 @@ fn no_headers_prints_only_table_rows_like_kubectl() {
     let ours = c.dispatch(&s.args("gate", &["-n", &s.ns, "--no-headers"]));
     ours.expect_code(0);
     let rows: Vec<Vec<&str>> = ours.lines().iter().map(|l| l.split_whitespace().collect()).collect();
-    // The four checks, then one row per waiting Workload; no title, note, verdict or blank line.
-    assert_eq!(rows.len(), 6, "{}", ours.stdout);
-    for (i, row) in rows[..4].iter().enumerate() {
-        assert_eq!(row[0], (i + 1).to_string(), "{}", ours.stdout);
-    }
-    let mut our_names: Vec<&str> = rows[4..].iter().map(|r| r[1]).collect();
+    // One table: a row per waiting Workload; no check row, title, note, verdict or blank line.
+    assert_eq!(rows.len(), 2, "{}", ours.stdout);
+    let mut our_names: Vec<&str> = rows.iter().map(|r| r[1]).collect();
     our_names.sort();
     assert_eq!(our_names, their_names, "{}", ours.stdout);
-    assert!(rows[4..].iter().all(|r| r[0] == s.ns && r[2] == s.cq), "{}", ours.stdout);
+    assert!(rows.iter().all(|r| r[0] == s.ns && r[2] == s.cq), "{}", ours.stdout);
+    // What `| awk '{print $1 "/" $2}'` makes of it: the Workloads, nothing else.
+    let listed: Vec<String> = rows.iter().map(|r| format!("{}/{}", r[0], r[1])).collect();
+    assert!(listed.iter().all(|l| l.starts_with(&format!("{}/job-", s.ns))), "{listed:?}");
+    // The four check rows went to stderr, after the chain's title, before its verdict.
+    let err: Vec<&str> = ours.stderr.lines().collect();
+    let title = err.iter().position(|l| l.starts_with(&format!("ClusterQueue {}", s.cq))).expect("the title");
+    for (i, line) in err[title + 1..title + 5].iter().enumerate() {
+        assert_eq!(line.split_whitespace().next(), Some(&*(i + 1).to_string()), "{}", ours.stderr);
+    }
+    assert_eq!(err[title + 5], "ReadmissionGate: yes (the adapter writes)", "{}", ours.stderr);
     for line in ["ReadmissionGate: yes (the adapter writes)", "2 workloads wait at dispatch's Pending check"] {
         assert!(!ours.stdout.contains(line.split(':').next().unwrap()), "{line:?} on stdout:\n{}", ours.stdout);
     }
@@ -83,7 +91,8 @@ fn no_headers_prints_only_table_rows_like_kubectl() {
     assert!(fleet.lines().iter().all(|l| l.starts_with("admin ")) && fleet.lines().len() == 1, "{}", fleet.stdout);
 }
 
-/// The live modes keep --no-headers' promise too: table rows on stdout, the rest on stderr.
+/// The live modes keep --no-headers' promise too: one table's rows on stdout (the watch's, its
+/// checks; --wait's, as the one-shot gate's, the waiting Workloads), the rest on stderr.
 #[test]
 fn no_headers_with_watch_and_wait_keeps_stdout_to_rows() {
     use support::watch::Watch;
@@ -108,8 +117,10 @@ fn no_headers_with_watch_and_wait_keeps_stdout_to_rows() {
     assert!(stderr.iter().any(|l| l == "ReadmissionGate: yes (the adapter writes)"), "{stderr:?}");
     assert!(stderr.iter().any(|l| l.ends_with(" 1 workload waits at dispatch's Pending check")), "{stderr:?}");
 
+    // --wait prints as the one-shot gate: the waiting Workload's row alone on stdout.
     let wait = c.dispatch(&s.args("gate", &["--wait", "--timeout", "20s", "-A", "--no-headers"]));
     wait.expect_code(0);
-    assert!(wait.lines().iter().all(|l| is_row(l)) && wait.lines().len() == 5, "{}", wait.stdout);
+    let row: Vec<&str> = wait.stdout.split_whitespace().take(2).collect();
+    assert!(wait.lines().len() == 1 && row == [s.ns.as_str(), "job-1"], "{}", wait.stdout);
     assert!(wait.stderr.lines().any(|l| l == "ReadmissionGate: yes (the adapter writes)"), "{}", wait.stderr);
 }

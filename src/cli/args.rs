@@ -294,7 +294,7 @@ pub struct GateOutputArgs {
     #[arg(short = 'o', long, value_name = "FORMAT", default_value = "table", hide_possible_values = true, value_parser = OutputParser { gate: true })]
     pub output: OutputChoice,
 
-    /// Print tables without their header row; only table rows reach stdout (the rest goes to stderr)
+    /// Print tables without their header row; stdout gets one table, the waiting Workloads' rows (the checks and the rest go to stderr)
     #[arg(long)]
     pub no_headers: bool,
 

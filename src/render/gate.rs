@@ -22,14 +22,15 @@ const MESSAGE_WIDTH: usize = 60;
 /// Why Active=True passes but proves nothing on its own.
 pub const ACTIVE_NOTE: &str = "note: Active alone proves nothing: nothing clears it when the controller stops, so only the Lease shows it is alive";
 
-/// Renders a gate run; with `--no-headers` only table rows are written, and the titles, notes
-/// and verdict lines are dropped ([`render_to`] sends them elsewhere).
+/// Renders a gate run; with `--no-headers` only the waiting Workloads' rows are written, and
+/// the chains, notes and verdict lines are dropped ([`render_to`] sends them elsewhere).
 pub fn render(run: &GateRun, output: Output, style: Style, out: &mut dyn Write) -> io::Result<()> {
     render_to(run, output, style, out, &mut io::sink())
 }
 
-/// Renders a gate run to `out`; with `--no-headers`, `out` gets nothing but table rows (so it
-/// pipes like `kubectl get --no-headers`) and the titles, notes and verdict lines go to `notes`.
+/// Renders a gate run to `out`; with `--no-headers`, `out` gets one table's rows and nothing
+/// else, the waiting Workloads' (so it pipes like `kubectl get --no-headers`), and each chain
+/// (its title, check rows, notes and verdict line) goes to `notes`.
 pub fn render_to(
     run: &GateRun,
     output: Output,
@@ -79,7 +80,9 @@ fn text(run: &GateRun, output: Output, style: Style, lines: &mut Lines<'_>) -> i
                 check.detail = crate::report::with_holder_pod(check, &run.report.lease);
             }
         }
-        chain_lines(&shown, &run.report.lease.lease.to_string(), output, style, lines)?;
+        // One table on stdout under --no-headers: the waiting Workloads', so the check rows go
+        // with the chain's other lines (docs/output.md).
+        chain_lines(&shown, &run.report.lease.lease.to_string(), output, style, ChainRows::WithNotes, lines)?;
     }
     let waits = run.waiting.found().is_some_and(|w| !w.is_empty());
     // Kueue's own heartbeat, as context under the chains, when it matters: no manager leads, or
@@ -127,8 +130,19 @@ fn stalled_holder(run: &GateRun) -> Option<&crate::core::holder::HolderPod> {
     fails.then_some(run.report.lease.holder_pod.as_ref()).flatten()
 }
 
-/// One ClusterQueue's chain: its title, the checks, the note on Active, the verdict line. With
-/// `no_headers` only the check rows go to `out`, the rest to `notes`.
+/// Where a chain's check rows go under `--no-headers`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChainRows {
+    /// To `out`: the table of `gate --watch`, which shows no Workload rows.
+    Table,
+    /// With the chain's title and verdict (stderr): the one-shot gate, whose stdout keeps one
+    /// table, the waiting Workloads.
+    WithNotes,
+}
+
+/// One ClusterQueue's chain, as `gate --watch` prints it: its title, the checks, the note on
+/// Active, the verdict line. With `no_headers` only the check rows go to `out`, the rest to
+/// `notes`.
 pub fn chain_block(
     chain: &Chain,
     lease: &str,
@@ -138,10 +152,18 @@ pub fn chain_block(
     notes: &mut dyn Write,
 ) -> io::Result<()> {
     let output = Output { format: Format::Table, no_headers };
-    chain_lines(chain, lease, output, style, &mut Lines { out, notes: no_headers.then_some(notes) })
+    let lines = &mut Lines { out, notes: no_headers.then_some(notes) };
+    chain_lines(chain, lease, output, style, ChainRows::Table, lines)
 }
 
-pub fn chain_lines(chain: &Chain, lease: &str, output: Output, style: Style, lines: &mut Lines<'_>) -> io::Result<()> {
+pub fn chain_lines(
+    chain: &Chain,
+    lease: &str,
+    output: Output,
+    style: Style,
+    rows_to: ChainRows,
+    lines: &mut Lines<'_>,
+) -> io::Result<()> {
     let no_headers = output.no_headers;
     let checks = match &chain.admission_checks[..] {
         several @ [_, _, ..] => {
@@ -170,7 +192,11 @@ pub fn chain_lines(chain: &Chain, lease: &str, output: Output, style: Style, lin
             vec![(i + 1).to_string(), c.kind.title().to_string(), result_word(chain, i), cell(&detail, None)]
         })
         .collect();
-    table::write(lines.out, CHAIN_HEADERS, &rows, no_headers)?;
+    let table_out: &mut dyn Write = match rows_to {
+        ChainRows::Table => &mut *lines.out,
+        ChainRows::WithNotes => lines.note(),
+    };
+    table::write(table_out, CHAIN_HEADERS, &rows, no_headers)?;
     // Always true, so said where detail is asked for (and in docs/design.md).
     if output.format == Format::Wide
         && chain.checks.iter().any(|c| c.kind == CheckKind::Active && c.outcome == Outcome::Pass)

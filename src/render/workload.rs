@@ -90,7 +90,7 @@ fn text(run: &WorkloadRun, output: Output, style: Style, lines: &mut Lines<'_>) 
                 check.detail = crate::report::with_holder_pod(check, assessed);
             }
         }
-        super::gate::chain_lines(&shown, &lease, output, style, lines)?;
+        super::gate::chain_lines(&shown, &lease, output, style, super::gate::ChainRows::Table, lines)?;
     }
 
     match &e.position {
