@@ -5,6 +5,7 @@ use crate::cluster::connecting::connect;
 use crate::commands::doctor::{self, DoctorOptions};
 use crate::commands::fleet::{self, FleetOptions};
 use crate::commands::gate::{self, GateOptions};
+use crate::commands::workloads::{self, WorkloadsOptions};
 use crate::commands::{Deps, gate_watch, lease, lease_watch, workload};
 use crate::core::lease::LeaseRef;
 use crate::error::Error;
@@ -74,6 +75,18 @@ pub async fn run(inv: &Invocation, deps: &mut Deps<'_>) -> Result<Exit, Error> {
         Verb::Workload { name, settings, output } => {
             let conn = connect().await?;
             workload::run(&conn, name, settings, *output, deps).await
+        }
+        Verb::Workloads { settings, output, all_namespaces, view } => {
+            let sort_by = sort_by(view)?;
+            let conn = connect().await?;
+            let opts = WorkloadsOptions {
+                settings,
+                output: *output,
+                all_namespaces: *all_namespaces,
+                selector: view.selector.as_deref(),
+                sort_by: sort_by.as_ref(),
+            };
+            workloads::run(&conn, &opts, deps).await
         }
     }
 }

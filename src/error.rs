@@ -136,7 +136,7 @@ impl Error {
                 Some("install Kueue (its CRDs), or choose the cluster that runs it with --context".into())
             }
             Error::WorkloadNotFound { namespace, .. } => Some(format!(
-                "no such Workload in namespace {namespace}; list them with 'kubectl get workloads.kueue.x-k8s.io -n {namespace}'"
+                "no such Workload in namespace {namespace}; list them with 'kubectl dispatch workloads -n {namespace}'"
             )),
             _ => None,
         }

@@ -56,14 +56,15 @@ Exit codes:
      (gate --wait and lease --until fresh end on --timeout with the last state's code;
      a plain --watch ends on --timeout or Ctrl-C with 0)";
 
-/// `workload`'s own meaning of the codes, in its `--help` and the README.
+/// `workload`'s own meaning of the codes (and of `workloads`, its list), in its `--help` and
+/// the README.
 pub const WORKLOAD_EXIT_CODES_HELP: &str = "\
 Exit codes:
-  0  the Workload is admitted (or finished)
+  0  the Workload is admitted (or finished); without NAME: the list was read
   1  could not explain it: an error, e.g. the Workload does not exist, or Kueue is not installed
   2  usage error
   3  the Workload is not admitted: it waits, was rejected, evicted or deactivated
-  4  reading the Workload was forbidden";
+  4  reading the Workload was forbidden (without NAME: listing them)";
 
 /// What a live mode says on stderr when `--timeout` comes before what it waited for, as
 /// `kubectl wait` says `error: timed out waiting for the condition`, naming what was awaited:

@@ -72,7 +72,8 @@ pub struct PrinterSpec {
     pub no_headers: bool,
 }
 
-/// Which of the waiting Workloads gate shows, and in which order: `-l` and `--sort-by`.
+/// Which Workloads gate (the waiting ones) or `workloads` shows, and in which order: `-l` and
+/// `--sort-by`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WorkloadView {
     /// A label selector, passed to the server.
@@ -162,6 +163,9 @@ pub enum Verb {
     },
     /// One Workload explained.
     Workload { name: String, settings: GateSettings, output: Output },
+    /// `workloads`: every Workload of the namespace (of all with `all_namespaces`), each
+    /// explained in one row; `view` is `-l` and `--sort-by`.
+    Workloads { settings: GateSettings, output: Output, all_namespaces: bool, view: WorkloadView },
     Doctor {
         lease: LeaseRef,
         /// Kueue's manager's Lease (a finding of its own, context only).
@@ -191,6 +195,7 @@ impl Verb {
             | Verb::Gate { output, .. }
             | Verb::Lease { output, .. }
             | Verb::Workload { output, .. }
+            | Verb::Workloads { output, .. }
             | Verb::Doctor { output, .. } => *output,
         }
     }

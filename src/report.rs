@@ -18,6 +18,7 @@ pub mod fleet;
 pub mod rbac;
 pub mod watch;
 pub mod workload;
+pub mod workloads;
 
 pub const SCHEMA: &str = "kubectl-dispatch/v1";
 

@@ -115,17 +115,29 @@ fn prometheus_output_usage_errors() {
     assert!(clash.stderr.starts_with("error: the argument '--all-contexts' cannot be used with"), "{}", clash.stderr);
 }
 
-/// `workload` names one Workload in one namespace.
+/// `workload NAME` names one Workload in one namespace; without NAME it lists them.
 #[test]
 fn workload_usage_errors() {
-    // -A names no namespace: a usage error, after the verb (workload has no such flag) or
-    // before it (where it would be gate's).
-    let run = dispatch(&["workload", "mine", "-A"]);
+    // -A names no namespace: a usage error with a NAME, after the verb or before it.
+    for words in [&["workload", "mine", "-A"][..], &["-A", "workload", "mine"], &["workloads", "-A", "mine"]] {
+        let run = dispatch(words);
+        run.expect_code(2);
+        assert!(run.stderr.starts_with("error: a Workload is named in one namespace"), "{words:?}: {}", run.stderr);
+        assert!(run.stderr.contains("'kubectl dispatch workloads -A'"), "{}", run.stderr);
+    }
+    // -l and --sort-by order a list: with a NAME there is none.
+    let run = dispatch(&["workload", "mine", "--sort-by", ".name"]);
     run.expect_code(2);
-    assert!(run.stderr.starts_with("error: unexpected argument '-A' found"), "{}", run.stderr);
-    let run = dispatch(&["-A", "workload", "mine"]);
-    run.expect_code(2);
-    assert!(run.stderr.starts_with("error: a Workload is named in one namespace"), "{}", run.stderr);
-    let run = dispatch(&["workload"]);
-    run.expect_code(2);
+    assert!(
+        run.stderr.starts_with("error: the argument '[NAME]' cannot be used with '--sort-by <JSONPATH>'"),
+        "{}",
+        run.stderr
+    );
+    // Without NAME it lists them, as `kubectl get workloads`: valid usage, so it connects
+    // (and here finds nothing listening).
+    for words in [&["workload"][..], &["workloads", "-A"], &["-A", "workloads", "--sort-by", ".stage", "-l", "a=b"]] {
+        let run = dispatch(words);
+        run.expect_code(1);
+        assert!(run.stderr.starts_with("error: cannot reach the API server"), "{words:?}: {}", run.stderr);
+    }
 }

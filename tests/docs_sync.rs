@@ -94,7 +94,7 @@ fn readme_usage_is_the_help() {
 
 #[test]
 fn readme_example_is_the_golden_file() {
-    for file in ["gate-stuck.txt", "workload-stale.txt", "doctor-all-well.txt"] {
+    for file in ["gate-stuck.txt", "workload-stale.txt", "workloads-all.txt", "doctor-all-well.txt"] {
         let golden = std::fs::read_to_string(format!("{}/tests/golden/{file}", env!("CARGO_MANIFEST_DIR"))).unwrap();
         check_block(&format!("golden:{file}"), &golden);
     }

@@ -17,6 +17,7 @@ fn every_request_of_the_plugin_is_a_read() {
         s.args("gate", &["-A", "-o", "json"]),
         s.args("gate", &["--all-states", "-n", &s.ns]),
         s.args("lease", &["-o", "yaml"]),
+        s.args("workloads", &["-A"]),
         vec!["gate", "--context", "no-lease", "--controller-name", &s.controller],
     ] {
         c.dispatch(&args);

@@ -374,7 +374,7 @@ fn errors_as_kubectl_words_them() {
     assert_eq!(
         run.stderr.lines().nth(1),
         Some(&*format!(
-            "no such Workload in namespace {ns}; list them with 'kubectl get workloads.kueue.x-k8s.io -n {ns}'",
+            "no such Workload in namespace {ns}; list them with 'kubectl dispatch workloads -n {ns}'",
             ns = s.ns
         ))
     );

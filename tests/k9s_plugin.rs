@@ -77,7 +77,7 @@ fn the_k9s_snippet_runs_gate_for_the_context_and_workload_for_the_selected_workl
     let (workload, cli) = plugin(plugins, "dispatch-workload");
     assert_eq!(workload["scopes"], serde_json::json!(["workloads"]));
     let Command::Workload(args) = cli.command else { panic!("dispatch-workload runs workload") };
-    assert_eq!(args.name, "job-1-abc", "the selected row's name");
+    assert_eq!(args.name.as_deref(), Some("job-1-abc"), "the selected row's name");
     assert_eq!(args.namespace.as_deref(), Some("team-a"), "the selected row's namespace");
 
     let short: Vec<&str> = [&gate, &workload].iter().map(|p| p["shortCut"].as_str().unwrap()).collect();

@@ -1,4 +1,5 @@
-//! Golden files of every output format, for the `gate`, `lease` and `doctor` verbs.
+//! Golden files of every output format, for the `gate`, `lease`, `workload`, `workloads` and
+//! `doctor` verbs.
 //!
 //! Each report is built through the public API (facts → `gate::evaluate` / `lease::assess`,
 //! Workloads → `waiting::select` / `finish`) at a fixed instant, rendered into a buffer, and
@@ -27,11 +28,13 @@ use kubectl_dispatch::core::kueue_lease;
 use kubectl_dispatch::core::lease::{self, LeaseFacts, LeaseRef};
 use kubectl_dispatch::core::waiting::{self, WaitingScope};
 use kubectl_dispatch::core::workload::{self, CheckDetail, PodSetUpdate, Position, WorkloadFacts, WorkloadInput};
+use kubectl_dispatch::core::workloads::{self, ListFacts};
 use kubectl_dispatch::invocation::Format;
 use kubectl_dispatch::invocation::Output;
 use kubectl_dispatch::render::{self, Style};
 use kubectl_dispatch::report::doctor::DoctorRun;
 use kubectl_dispatch::report::workload::WorkloadRun;
+use kubectl_dispatch::report::workloads::WorkloadsRun;
 use kubectl_dispatch::report::{GateRun, LeaseRun};
 use kubectl_dispatch::text::sanitize::escape;
 
@@ -710,6 +713,50 @@ fn workload_placed_by_multikueue() {
     workload_golden("workload-multikueue", w, healthy_facts(), Position::NotAsked);
 }
 
+// ---------------------------------------------------------------------------------------------
+// workloads
+// ---------------------------------------------------------------------------------------------
+
+/// `workloads -A` on the stale Lease: one row per Workload in the order listed, each with the
+/// sentence `workload NAME` ends with (at dispatch's check, waiting for quota, on a LocalQueue
+/// that does not exist, admitted); `-n ml` drops the NAMESPACE column.
+#[test]
+fn workloads_every_namespace_and_one() {
+    let mut quota = explained(false, vec![workload_check(CHECK, "Pending", "", 42)]);
+    quota.name = "eval-sweep-3".into();
+    let mut lost = explained(false, vec![]);
+    lost.name = "orphan-1".into();
+    lost.queue_name = Some("gone-queue".into());
+    let stuck = explained(true, vec![workload_check(CHECK, "Pending", LONG_MESSAGE, 14 * 60)]);
+    let mut admitted = explained(true, vec![workload_check(CHECK, "Ready", "placed on far-1", 20)]);
+    admitted.namespace = "web".into();
+    admitted.name = "render-frames-0".into();
+    admitted.conditions.insert(
+        "Admitted".into(),
+        kueue_condition("True", Some("Admitted"), Some("The workload is admitted"), secs(15)),
+    );
+    let facts = ListFacts {
+        workloads: vec![quota, lost, stuck, admitted],
+        local_queues: Fetched::Found(local_queues()),
+        gate: stale_facts(),
+        kueue_lease: None,
+    };
+    let explanations = workloads::explain_all(&GateSettings::default(), &facts, now());
+    let all = WorkloadsRun { explanations, namespace: None, warnings: vec![], now: now() };
+    check_all("workloads-all", |output, buf| render::workloads::render(&all, output, buf).unwrap());
+    let ml: Vec<_> = all.explanations.iter().filter(|e| e.namespace == "ml").cloned().collect();
+    let one = WorkloadsRun { explanations: ml, namespace: Some("ml".into()), ..all.clone() };
+    let mut buf = Vec::new();
+    render::workloads::render(&one, Output { format: Format::Table, no_headers: false }, &mut buf).unwrap();
+    let failure = compare("workloads-ml.txt", &String::from_utf8(buf).unwrap());
+    assert!(failure.is_none(), "{}", failure.unwrap_or_default());
+    // Nothing listed: nothing on stdout (the command says `No resources found` on stderr).
+    let none = WorkloadsRun { explanations: vec![], ..one };
+    let mut buf = Vec::new();
+    render::workloads::render(&none, Output { format: Format::Table, no_headers: false }, &mut buf).unwrap();
+    assert!(buf.is_empty());
+}
+
 #[test]
 fn workload_retry() {
     let retry = CheckDetail {
@@ -1002,6 +1049,7 @@ fn every_golden_file_is_rendered_by_a_test() {
         "workload-retry",
         "workload-kueue-down",
         "workload-multikueue",
+        "workloads-all",
         "lease-holder-restarting",
         "lease-holder-forbidden",
         "gate-holder-node-not-ready",
@@ -1023,6 +1071,7 @@ fn every_golden_file_is_rendered_by_a_test() {
     }
     expected.insert("lease-watch-kueue-down-no-headers.stderr.txt".into());
     expected.extend(["fleet.txt", "fleet.prom", "fleet.stderr.txt", "fleet-prom.stderr.txt"].map(String::from));
+    expected.insert("workloads-ml.txt".into());
     let present: BTreeSet<String> = std::fs::read_dir(golden_dir())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -57,7 +57,8 @@ pub enum Command {
     #[command(after_help = with_examples(LEASE_EXAMPLES, EXIT_CODES_HELP))]
     Lease(LeaseArgs),
     /// One Workload explained: its queues, quota, admission checks, the gate of its
-    /// ClusterQueue when dispatch's check is among them, and where it is stuck.
+    /// ClusterQueue when dispatch's check is among them, and where it is stuck; without NAME,
+    /// every Workload of the namespace (-A: of all), each with that explanation in one row.
     #[command(visible_aliases = ["workloads", "kwl"], after_help = with_examples(WORKLOAD_EXAMPLES, WORKLOAD_EXIT_CODES_HELP))]
     Workload(WorkloadArgs),
     /// Check what this plugin and dispatch's adapter need, as the caller (or --as): each
@@ -94,7 +95,10 @@ const LEASE_EXAMPLES: &str = "  # dispatch's controller's Lease (dispatch-system
   # Follow it; exit 0 once it is fresh again, 3 if 2 minutes pass first
   kubectl dispatch lease --watch --until fresh --timeout 2m";
 
-const WORKLOAD_EXAMPLES: &str = "  # Why is this Workload not running?
+const WORKLOAD_EXAMPLES: &str = "  # Every Workload of every namespace, each with why it waits (or does not)
+  kubectl dispatch workloads -A
+
+  # Why is this Workload not running?
   kubectl dispatch workload train-llama-7b-x9k2 -n ml
 
   # The same as YAML: .stage in one word, .summary the closing sentence
@@ -587,13 +591,25 @@ impl From<Until> for invocation::Until {
 
 #[derive(Debug, Args)]
 pub struct WorkloadArgs {
-    /// The Workload's name (in -n NAMESPACE, else the context's namespace)
+    /// The Workload's name (in -n NAMESPACE, else the context's namespace); without it, list them
     #[arg(value_name = "NAME")]
-    pub name: String,
+    pub name: Option<String>,
 
-    /// The Workload's namespace (default: the context's namespace, else default)
+    /// The Workload's namespace, or the one to list (default: the context's namespace, else default)
     #[arg(short = 'n', long, value_name = "NAME")]
     pub namespace: Option<String>,
+
+    /// Without NAME: list the Workloads of every namespace
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
+
+    /// Without NAME: only the Workloads with these labels (a label selector, as kubectl's -l; the server filters)
+    #[arg(short = 'l', long, value_name = "SELECTOR", conflicts_with = "name")]
+    pub selector: Option<String>,
+
+    /// Without NAME: sort the rows by this JSONPath over each one's -o json item (e.g. .stage, .name)
+    #[arg(long, value_name = "JSONPATH", conflicts_with = "name")]
+    pub sort_by: Option<String>,
 
     #[command(flatten)]
     pub lease: LeaseTargetArgs,

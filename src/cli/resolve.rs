@@ -8,8 +8,8 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::args::{
-    Cli, ColorArg, Command, GateArgs, GateOutputArgs, GateTargetArgs, LeaseArgs, LeaseTargetArgs, OutputArgs,
-    ScopeArgs, TemplateArgs,
+    Cli, ColorArg, Command, GateOutputArgs, GateTargetArgs, LeaseArgs, LeaseTargetArgs, OutputArgs, ScopeArgs,
+    TemplateArgs,
 };
 use crate::core::gate::GateSettings;
 use crate::core::lease::LeaseRef;
@@ -77,14 +77,16 @@ fn scope(command: &Command, top: ScopeArgs) -> Result<ScopeArgs, Error> {
             namespace: args.scope.namespace.clone().or(top.namespace),
             all_namespaces: args.scope.all_namespaces || top.all_namespaces,
         },
-        Command::Workload(args) if !top.all_namespaces => {
-            ScopeArgs { namespace: args.namespace.clone().or(top.namespace), all_namespaces: false }
-        }
-        Command::Workload(_) => {
+        Command::Workload(args) if args.name.is_some() && (args.all_namespaces || top.all_namespaces) => {
             return Err(Error::Usage(
-                "a Workload is named in one namespace: use -n NAMESPACE, not -A (list them with 'kubectl get workloads.kueue.x-k8s.io -A')".into(),
+                "a Workload is named in one namespace: use -n NAMESPACE, not -A (list them all with 'kubectl dispatch workloads -A')".into(),
             ));
         }
+        // Without NAME, `workloads` lists them: -A for every namespace, as `kubectl get workloads -A`.
+        Command::Workload(args) => ScopeArgs {
+            namespace: args.namespace.clone().or(top.namespace),
+            all_namespaces: args.all_namespaces || top.all_namespaces,
+        },
         Command::Lease(_) if top.all_namespaces => {
             return Err(Error::Usage(
                 "lease reads one Lease: name it with NAME -n NAMESPACE (or --lease NAMESPACE/NAME), not -A".into(),
@@ -95,7 +97,7 @@ fn scope(command: &Command, top: ScopeArgs) -> Result<ScopeArgs, Error> {
         }
         _ if top.is_set() => {
             return Err(Error::Usage(
-                "only gate, doctor and workload take --namespace, and only gate and doctor --all-namespaces".into(),
+                "only gate, lease, workload and doctor take --namespace, and only gate, workloads and doctor --all-namespaces".into(),
             ));
         }
         _ => ScopeArgs::default(),
@@ -126,7 +128,8 @@ fn fleet(command: &Command, contexts: &[String]) -> Result<Option<Fleet>, Error>
 /// The verb and its plain settings; `namespace` is `-n`, before the verb or after it.
 fn verb(command: Command, fleet: Option<Fleet>, all_namespaces: bool, namespace: Option<&str>) -> Result<Verb, Error> {
     let view = match &command {
-        Command::Gate(args) => workload_view(args)?,
+        Command::Gate(args) => workload_view(args.selector.clone(), args.sort_by.as_deref())?,
+        Command::Workload(args) => workload_view(args.selector.clone(), args.sort_by.as_deref())?,
         _ => WorkloadView::default(),
     };
     Ok(match command {
@@ -165,9 +168,17 @@ fn verb(command: Command, fleet: Option<Fleet>, all_namespaces: bool, namespace:
                 })
                 .transpose()?,
         },
-        Command::Workload(args) => {
-            Verb::Workload { settings: gate_settings(&args.target())?, output: (&args.output).into(), name: args.name }
-        }
+        Command::Workload(args) => match args.name.clone() {
+            Some(name) => {
+                Verb::Workload { settings: gate_settings(&args.target())?, output: (&args.output).into(), name }
+            }
+            None => Verb::Workloads {
+                settings: gate_settings(&args.target())?,
+                output: (&args.output).into(),
+                all_namespaces,
+                view,
+            },
+        },
         Command::Doctor(args) => Verb::Doctor {
             lease: lease_ref(&args.lease, &read_target_config(&args.lease)?)?,
             kueue_lease: args.kueue_lease.kueue_lease.clone().unwrap_or_else(LeaseRef::kueue_default),
@@ -210,9 +221,9 @@ fn printer(command: &Command) -> Result<Option<PrinterSpec>, Error> {
     Ok(Some(spec))
 }
 
-/// gate's `-l` and `--sort-by`, the JSONPath made whole and checked.
-fn workload_view(args: &GateArgs) -> Result<WorkloadView, Error> {
-    let sort_by = match &args.sort_by {
+/// `-l` and `--sort-by` of gate and of `workloads`, the JSONPath made whole and checked.
+fn workload_view(selector: Option<String>, sort_by: Option<&str>) -> Result<WorkloadView, Error> {
+    let sort_by = match sort_by {
         None => None,
         Some(path) => {
             let expr = crate::render::jsonpath::relaxed(path).map_err(Error::Usage)?;
@@ -221,7 +232,7 @@ fn workload_view(args: &GateArgs) -> Result<WorkloadView, Error> {
             Some(expr)
         }
     };
-    Ok(WorkloadView { selector: args.selector.clone(), sort_by })
+    Ok(WorkloadView { selector, sort_by })
 }
 
 /// The adapter's config, as far as it names dispatch's objects. Unknown keys are ignored.
@@ -549,6 +560,22 @@ mod tests {
         for own in ["--namespace", "--all-namespaces", "--cluster-queue", "prometheus", "--all-contexts", "--timeout"] {
             assert!(gate.contains(own), "gate --help lacks {own}:\n{gate}");
         }
+    }
+
+    #[test]
+    fn workload_without_a_name_lists_them() {
+        let list = |words: &[&str]| match resolve_words(words).unwrap().verb {
+            Verb::Workloads { all_namespaces, view, .. } => (all_namespaces, view.sort_by),
+            other => panic!("{words:?}: {other:?}"),
+        };
+        assert_eq!(list(&["workloads"]), (false, None));
+        assert_eq!(list(&["workload", "-A"]), (true, None));
+        assert_eq!(list(&["-A", "kwl", "--sort-by", ".stage"]), (true, Some("{.stage}".into())));
+        assert!(matches!(resolve_words(&["workloads", "w", "-n", "ml"]).unwrap().verb, Verb::Workload { .. }));
+        for words in [&["workload", "w", "-A"][..], &["-A", "workloads", "w"]] {
+            assert!(resolve_words(words).unwrap_err().contains("a Workload is named in one namespace"), "{words:?}");
+        }
+        assert!(resolve_words(&["workload", "w", "--sort-by", ".name"]).unwrap_err().starts_with("clap: "));
     }
 
     #[test]

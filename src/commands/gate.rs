@@ -139,24 +139,14 @@ pub fn judge(
 /// json` entry, as `kubectl get --sort-by` orders objects (numbers by value, text byte by byte,
 /// an entry where it finds nothing first); stable, so equal keys keep their order.
 pub fn sort_waiting(
-    mut rows: Vec<waiting::Waiting>,
+    rows: Vec<waiting::Waiting>,
     sort_by: Option<&Template>,
     now: k8s_openapi::jiff::Timestamp,
 ) -> Vec<waiting::Waiting> {
     let Some(template) = sort_by else { return rows };
-    let mut keyed: Vec<(Option<serde_json::Value>, waiting::Waiting)> = rows
-        .drain(..)
-        .map(|w| {
-            let doc = serde_json::to_value(crate::report::waiting_doc(&w, now)).unwrap_or_default();
-            let key = template
-                .find(&doc, true)
-                .ok()
-                .and_then(|found| found.into_iter().flatten().next().and_then(|f| f.value()));
-            (key, w)
-        })
-        .collect();
-    keyed.sort_by(|(a, _), (b, _)| crate::render::jsonpath::sort_order(a.as_ref(), b.as_ref()));
-    keyed.into_iter().map(|(_, w)| w).collect()
+    crate::render::jsonpath::sort_by(rows, template, |w| {
+        serde_json::to_value(crate::report::waiting_doc(w, now)).unwrap_or_default()
+    })
 }
 
 /// The gate's warnings at `now`, from what was read beside the facts (why Kueue was read at

@@ -9,6 +9,7 @@ pub mod lease;
 pub mod lease_watch;
 pub mod live;
 pub mod workload;
+pub mod workloads;
 
 use std::io::Write;
 

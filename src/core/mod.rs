@@ -17,3 +17,4 @@ pub mod time;
 pub mod verdict;
 pub mod waiting;
 pub mod workload;
+pub mod workloads;

@@ -15,6 +15,7 @@ pub mod tabwriter;
 pub mod watch;
 pub mod watch_view;
 pub mod workload;
+pub mod workloads;
 
 use crate::invocation::ColorWhen;
 

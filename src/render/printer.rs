@@ -60,6 +60,12 @@ impl Printer {
         })
     }
 
+    /// Whether kubectl prints a row per object of a list (custom columns), where `-o name` and
+    /// jsonpath read the list whole.
+    pub fn row_per_object(&self) -> bool {
+        matches!(self.kind, Kind::Columns(_))
+    }
+
     /// Prints one document; on an error nothing is written.
     pub fn print<T: Serialize>(&self, doc: &T, out: &mut dyn Write) -> Result<(), crate::error::Error> {
         let doc = serde_json::to_value(doc).map_err(io::Error::other)?;
@@ -112,6 +118,17 @@ fn names(doc: &Value) -> Vec<String> {
             .map(|n| format!("lease.coordination.k8s.io/{n}"))
             .into_iter()
             .collect(),
+        Some("WorkloadList") => doc
+            .get("items")
+            .and_then(Value::as_array)
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|w| w.get("name").and_then(s))
+                    .map(|n| format!("workload.kueue.x-k8s.io/{n}"))
+                    .collect()
+            })
+            .unwrap_or_default(),
         Some("WorkloadReport") => {
             doc.get("name").and_then(s).map(|n| format!("workload.kueue.x-k8s.io/{n}")).into_iter().collect()
         }
@@ -131,6 +148,8 @@ mod tests {
         assert_eq!(names(&change), ["lease.coordination.k8s.io/l"]);
         let wl = serde_json::json!({"kind": "WorkloadReport", "name": "w"});
         assert_eq!(names(&wl), ["workload.kueue.x-k8s.io/w"]);
+        let list = serde_json::json!({"kind": "WorkloadList", "items": [{"name": "a"}, {"name": "b"}]});
+        assert_eq!(names(&list), ["workload.kueue.x-k8s.io/a", "workload.kueue.x-k8s.io/b"]);
     }
 
     #[test]

@@ -18,6 +18,7 @@ use crate::core::fetched::{Denied, Fetched};
 use crate::core::kueue::{API_VERSIONS, AdmissionCheck, ClusterQueue, LocalQueue};
 use crate::core::lease::{LeaseFacts, LeaseRef};
 use crate::core::waiting::{self, Waiting, WaitingScope};
+use crate::core::workload::WorkloadFacts;
 use crate::error::Error;
 use crate::log::Log;
 
@@ -549,6 +550,32 @@ pub async fn local_queues(
         namespaced_or_all(conn, namespace, &kueue.resource("LocalQueue", "localqueues"));
     let (fetched, out) = list_pages(api, "LocalQueues", kueue, conn, log, wire::local_queue).await?;
     Ok(with_rule(fetched, format!("list localqueues.kueue.x-k8s.io {}", scope_text(namespace))).map(|_| out))
+}
+
+/// Every Workload of `namespace` (of all with `None`), whole, as `workloads` explains them, in
+/// the order the API server lists them (as `kubectl get workloads` shows them); `labels`
+/// filters on the server.
+pub async fn workloads(
+    conn: &Connection,
+    kueue: &KueueApi,
+    namespace: Option<&str>,
+    labels: Option<&str>,
+    log: &Log,
+) -> Result<Fetched<Vec<WorkloadFacts>>, Error> {
+    let api: Api<wire::WireWorkload> = namespaced_or_all(conn, namespace, &kueue.resource("Workload", "workloads"));
+    let mut pager = Pager::new(api, "Workloads", kueue, conn, log);
+    if let Some(labels) = labels {
+        pager.next = Some(ListParams::default().limit(PAGE).labels(labels));
+    }
+    let mut out = Vec::new();
+    while let Some(Page { items, restarted }) = pager.next().await? {
+        if restarted {
+            out.clear();
+        }
+        out.extend(items.iter().map(wire::workload_facts));
+    }
+    let fetched = with_rule(pager.end(), format!("list workloads.kueue.x-k8s.io {}", scope_text(namespace)));
+    Ok(fetched.map(|_| out))
 }
 
 /// Reads one ClusterQueue and one Workload (lists of limit 1), only to learn whether the

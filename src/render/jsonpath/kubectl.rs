@@ -28,6 +28,23 @@ pub fn relaxed(expr: &str) -> Result<String, String> {
     }
 }
 
+/// `--sort-by`: `rows` ordered by what `template` finds in each one's `-o json` entry
+/// (`doc`), as `kubectl get --sort-by` orders objects ([`sort_order`]); stable, so equal keys
+/// keep their order.
+pub fn sort_by<T>(rows: Vec<T>, template: &super::Template, doc: impl Fn(&T) -> Value) -> Vec<T> {
+    let mut keyed: Vec<(Option<Value>, T)> = rows
+        .into_iter()
+        .map(|row| {
+            let entry = doc(&row);
+            let found = template.find(&entry, true).ok();
+            let key = found.and_then(|f| f.into_iter().flatten().next().and_then(|v| v.value()));
+            (key, row)
+        })
+        .collect();
+    keyed.sort_by(|(a, _), (b, _)| sort_order(a.as_ref(), b.as_ref()));
+    keyed.into_iter().map(|(_, row)| row).collect()
+}
+
 /// How `kubectl get --sort-by` orders two values (kubectl's sorter.go): nothing found first,
 /// numbers by value, text byte by byte. (kubectl also orders two texts that both parse as
 /// quantities, `1Gi` and `500Mi`, by amount; the waiting Workloads' entries hold none.)

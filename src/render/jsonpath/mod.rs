@@ -24,7 +24,7 @@ use go_format::go_json;
 use parse::Node;
 
 pub use go_format::go_float_v;
-pub use kubectl::{relaxed, sort_order};
+pub use kubectl::{relaxed, sort_by, sort_order};
 
 /// A parsed template.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,0 +1,60 @@
+//! `kubectl dispatch workloads`: one row per Workload, as `kubectl get workloads` lists them
+//! (NAMESPACE with -A, NAME, QUEUE, RESERVED IN, ADMITTED), then EXPLANATION: the closing
+//! sentence `workload NAME` ends with, cut in the table and whole in wide.
+
+use std::io::{self, Write};
+
+use super::table;
+use crate::invocation::{Format, Output};
+use crate::report::workloads::{WorkloadItemDoc, WorkloadsRun, item_doc};
+use crate::text::sanitize::{cell, escape};
+
+const HEADERS: &[&str] = &["name", "queue", "reserved in", "admitted", "explanation"];
+const WIDE_HEADERS: &[&str] =
+    &["name", "queue", "reserved in", "admitted", "finished", "clusterqueue", "gate", "stage", "explanation"];
+/// The table's explanation, cut with `...` past this many characters (wide shows it whole).
+const EXPLANATION_WIDTH: usize = 100;
+
+/// Renders to `out`: the document, or the table (nothing at all when no Workload is listed:
+/// the command says so on stderr, as kubectl says `No resources found`).
+pub fn render(run: &WorkloadsRun, output: Output, out: &mut dyn Write) -> io::Result<()> {
+    match output.format {
+        Format::Json => super::structured::json(out, &run.document()),
+        Format::Yaml => super::structured::yaml(out, &run.document()),
+        // `workloads` has no -o prometheus (cli::ReportFormat).
+        Format::Table | Format::Wide | Format::Prometheus => {
+            if run.explanations.is_empty() {
+                return Ok(());
+            }
+            let wide = output.format == Format::Wide;
+            let every = run.namespace.is_none();
+            let mut headers: Vec<&str> = if wide { WIDE_HEADERS.to_vec() } else { HEADERS.to_vec() };
+            if every {
+                headers.insert(0, "namespace");
+            }
+            let rows: Vec<Vec<String>> = run.explanations.iter().map(|e| row(&item_doc(e), wide, every)).collect();
+            table::write(out, &headers, &rows, output.no_headers)
+        }
+    }
+}
+
+fn row(item: &WorkloadItemDoc, wide: bool, every: bool) -> Vec<String> {
+    let text = |v: &Option<String>| v.as_deref().map(|s| cell(s, None)).unwrap_or_default();
+    let mut row = Vec::with_capacity(10);
+    if every {
+        row.push(cell(&item.namespace, None));
+    }
+    row.extend([cell(&item.name, None), text(&item.local_queue), text(&item.reserved_in), text(&item.admitted)]);
+    if wide {
+        row.extend([
+            text(&item.finished),
+            text(&item.cluster_queue),
+            item.gate.unwrap_or_default().to_string(),
+            item.stage.to_string(),
+            escape(&item.summary),
+        ]);
+    } else {
+        row.push(cell(&item.summary, Some(EXPLANATION_WIDTH)));
+    }
+    row
+}
