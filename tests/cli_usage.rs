@@ -6,6 +6,8 @@
 
 mod support;
 
+use std::process::Command;
+
 use support::{Run, UNREACHABLE_KUBECONFIG, with_kubeconfig};
 
 /// `kubectl dispatch ARGS` with a kubeconfig whose server nothing answers at.
@@ -139,5 +141,73 @@ fn workload_usage_errors() {
         let run = dispatch(words);
         run.expect_code(1);
         assert!(run.stderr.starts_with("error: cannot reach the API server"), "{words:?}: {}", run.stderr);
+    }
+}
+
+/// Help as kubectl lays it out, side by side with the machine's kubectl: a verb's `--help` lists
+/// its own flags and ends with kubectl's pointer line (the plugin's name in it), where `kubectl
+/// get --help` ends with kubectl's; the connection flags are in neither. `kubectl dispatch
+/// options` lists them as `kubectl options` lists kubectl's: the same heading, and each flag's
+/// line (`    -s, --server='':`) the very line kubectl has for that flag. Every verb still takes
+/// every one of them.
+#[test]
+fn help_points_at_options_as_kubectl_does() {
+    let kubectl = |args: &[&str]| {
+        let out = Command::new(support::kubectls::program()).args(args).output().unwrap();
+        assert!(out.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let pointer = |help: &str| help.trim_end().lines().last().unwrap_or_default().to_string();
+    // A flag is listed where it starts a line (kubectl: `--as='':`, the plugin: `--as <USER>`);
+    // an example may use one (`doctor --as alice`).
+    let connection =
+        ["--kubeconfig", "--context", "--token", "--as=", "--as ", "--request-timeout", "--user", "-v, --v"];
+    let lists = |help: &str, flag: &str| help.lines().any(|l| l.trim_start().starts_with(flag));
+    let theirs = kubectl(&["get", "--help"]);
+    assert_eq!(
+        pointer(&theirs),
+        "Use \"kubectl options\" for a list of global command-line options (applies to all commands)."
+    );
+    assert!(connection.iter().all(|f| !lists(&theirs, f)), "kubectl get --help lists a global flag:\n{theirs}");
+    assert!(lists(&theirs, "--sort-by="), "kubectl get --help lists its own flags:\n{theirs}");
+    for verb in ["gate", "lease", "workload", "doctor", "completion"] {
+        let ours = dispatch(&[verb, "--help"]);
+        ours.expect_code(0);
+        assert_eq!(
+            pointer(&ours.stdout),
+            pointer(&theirs).replace("\"kubectl options\"", "\"kubectl dispatch options\"")
+        );
+        for flag in connection {
+            assert!(!lists(&ours.stdout, flag), "{verb} --help lists {flag}:\n{}", ours.stdout);
+        }
+        assert!(lists(&ours.stdout, "-h, --help"), "{}", ours.stdout);
+    }
+    let root = dispatch(&["--help"]);
+    let their_root = kubectl(&["--help"]);
+    let tail = |help: &str| help.trim_end().lines().rev().take(2).map(str::to_string).collect::<Vec<_>>();
+    let want: Vec<String> = tail(&their_root).iter().map(|l| l.replace("kubectl ", "kubectl dispatch ")).collect();
+    assert_eq!(tail(&root.stdout), want, "{}", root.stdout);
+
+    let theirs = kubectl(&["options"]);
+    let ours = dispatch(&["options"]);
+    ours.expect_code(0);
+    let heading = |t: &str| t.lines().next().unwrap_or_default().to_string();
+    assert_eq!(heading(&ours.stdout), heading(&theirs));
+    assert!(theirs.ends_with("\n\n") && ours.stdout.ends_with("\n\n"), "{}", ours.stdout);
+    let flag_lines: Vec<&str> = ours.stdout.lines().filter(|l| l.starts_with("    -")).collect();
+    assert!(flag_lines.len() >= 17, "{}", ours.stdout);
+    for line in &flag_lines {
+        assert!(theirs.lines().any(|l| l == *line), "kubectl options has no line {line:?}:\n{theirs}");
+    }
+    // Each flag line is followed by its help after a tab, then a blank line, as kubectl's.
+    let lines: Vec<&str> = ours.stdout.lines().collect();
+    for (i, _) in lines.iter().enumerate().filter(|(_, l)| l.starts_with("    -")) {
+        assert!(lines[i + 1].starts_with('\t') && lines[i + 2].is_empty(), "{}", ours.stdout);
+    }
+    // Taken by every verb, before it or after it: these runs get as far as connecting.
+    for words in [&["lease", "--request-timeout", "1s", "--as", "x"][..], &["--user", "x", "gate", "-v", "1"]] {
+        let run = dispatch(words);
+        run.expect_code(1);
+        assert!(run.stderr.contains("cannot reach the API server"), "{words:?}: {}", run.stderr);
     }
 }

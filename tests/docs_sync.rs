@@ -82,6 +82,7 @@ fn readme_usage_is_the_help() {
         vec!["lease", "--help"],
         vec!["workload", "--help"],
         vec!["doctor", "--help"],
+        vec!["options"],
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_kubectl-dispatch")).args(&args).output().unwrap();
         assert!(out.status.success());

@@ -72,6 +72,8 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Print a shell completion script for kubectl-dispatch (bash, zsh, fish or powershell)
     Completion(CompletionArgs),
+    /// Print the list of flags inherited by all commands (kubectl's connection flags)
+    Options,
 }
 
 const GATE_EXAMPLES: &str = "  # Workloads stuck? The gate, and what waits at dispatch's check in every namespace

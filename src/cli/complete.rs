@@ -451,7 +451,7 @@ mod tests {
     #[test]
     fn verbs_on_a_fresh_word() {
         let lines = complete(&[""]);
-        assert_eq!(values(&lines), ["gate", "lease", "workload", "doctor", "completion", ":4"]);
+        assert_eq!(values(&lines), ["gate", "lease", "workload", "doctor", "completion", "options", ":4"]);
         assert!(lines[0].starts_with("gate\tThe readmission gate"), "{lines:?}");
         assert_eq!(values(&complete(&["l"])), ["lease", ":4"]);
         assert_eq!(values(&complete(&["__complete", "g"])), ["gate", ":4"]);
@@ -518,6 +518,12 @@ mod tests {
         }
         assert!(values(&lease).contains(&"--lease") && values(&lease).contains(&"--context"), "{lease:?}");
         assert!(values(&complete(&["gate", "-"])).contains(&"-n"));
+        // `workloads` lists: -A, -l and --sort-by are its own; the connection flags, hidden from
+        // its --help, are still offered, as kubectl's completion offers its global flags.
+        let list = complete(&["workloads", "-"]);
+        for own in ["-A", "-l", "--sort-by", "--no-headers", "--context", "--kubeconfig"] {
+            assert!(values(&list).contains(&own), "workloads lacks {own}: {list:?}");
+        }
         assert_eq!(values(&complete(&["gate", "--request-timeout", ""])), [":4"]);
         for file in ["--certificate-authority", "--client-certificate", "--client-key", "--config"] {
             assert_eq!(values(&complete(&["gate", file, ""])), [":0"], "{file} takes a file");

@@ -1,12 +1,14 @@
 //! The edge of the plugin, and the only place that knows clap: the command line as clap types
 //! ([`args`]), their resolution into the plain settings every layer below takes
-//! ([`resolve`], into [`crate::invocation`]), and shell completion ([`complete`]).
+//! ([`resolve`], into [`crate::invocation`]), shell completion ([`complete`]), and kubectl's
+//! connection flags, kept out of each verb's help and listed by `options` ([`options`]).
 
 pub mod args;
 pub mod complete;
+pub mod options;
 pub mod resolve;
 
-use clap::{CommandFactory, FromArgMatches};
+use clap::FromArgMatches;
 
 use crate::error::Error;
 use crate::exit::Exit;
@@ -27,13 +29,15 @@ pub enum Parsed {
 /// Parses this process's arguments, and prints what needs no cluster: help, version (`version`,
 /// which the binary names), usage errors in kubectl's shape, completion scripts.
 pub fn parse(version: &'static str) -> Parsed {
-    let matches = args::Cli::command().version(version).try_get_matches();
+    let matches = options::command().version(version).try_get_matches();
     let cli = match matches.and_then(|m| args::Cli::from_arg_matches(&m)) {
         Ok(cli) => cli,
         Err(e) => return Parsed::Done(usage(e)),
     };
-    if let args::Command::Completion(completion) = &cli.command {
-        return Parsed::Done(complete::print_script(completion.shell));
+    match &cli.command {
+        args::Command::Completion(completion) => return Parsed::Done(complete::print_script(completion.shell)),
+        args::Command::Options => return Parsed::Done(options::print()),
+        _ => {}
     }
     let verbosity = cli.connection.verbosity;
     match resolve::resolve(cli) {
@@ -79,7 +83,7 @@ fn usage(e: clap::Error) -> Exit {
 /// `See 'kubectl dispatch VERB --help' for usage.`, naming the verb the command line has (as
 /// kubectl names `kubectl get --help`), else the plugin's own help.
 pub fn usage_hint() -> String {
-    let verb = args::Cli::command()
+    let verb = options::command()
         .ignore_errors(true)
         .try_get_matches()
         .ok()

@@ -186,8 +186,9 @@ fn verb(command: Command, fleet: Option<Fleet>, all_namespaces: bool, namespace:
             all_namespaces,
             rbac: args.rbac,
         },
-        // Needs no cluster: main prints the script before resolving anything.
+        // Need no cluster: `cli::parse` prints them before resolving anything.
         Command::Completion(_) => return Err(Error::Usage("completion is not a cluster command".into())),
+        Command::Options => return Err(Error::Usage("options is not a cluster command".into())),
     })
 }
 
@@ -199,7 +200,7 @@ fn printer(command: &Command) -> Result<Option<PrinterSpec>, Error> {
         Command::Lease(a) => (&a.output.output, a.output.no_headers, &a.output.template),
         Command::Workload(a) => (&a.output.output, a.output.no_headers, &a.output.template),
         Command::Doctor(a) => (&a.output.output, a.output.no_headers, &a.output.template),
-        Command::Completion(_) => return Ok(None),
+        Command::Completion(_) | Command::Options => return Ok(None),
     };
     let Some((kind, arg)) = &choice.printer else { return Ok(None) };
     if matches!(command, Command::Doctor(_)) && *kind == PrinterKind::Name {
@@ -535,8 +536,7 @@ mod tests {
 
     #[test]
     fn help_shows_only_what_a_verb_uses() {
-        use clap::CommandFactory;
-        let mut root = Cli::command();
+        let mut root = crate::cli::options::command();
         root.build();
         let help = |name: &str| {
             let mut sub = root.find_subcommand(name).unwrap().clone();
@@ -555,7 +555,9 @@ mod tests {
         ] {
             assert!(!lease.contains(foreign), "lease --help shows {foreign}:\n{lease}");
         }
-        assert!(lease.contains("--lease") && lease.contains("--kubeconfig"), "{lease}");
+        // kubectl's connection flags are taken but listed by `options`, as kubectl lists its own.
+        assert!(lease.contains("--lease") && !lease.contains("--kubeconfig"), "{lease}");
+        assert!(lease.contains("\"kubectl dispatch options\""), "{lease}");
         let gate = help("gate");
         for own in ["--namespace", "--all-namespaces", "--cluster-queue", "prometheus", "--all-contexts", "--timeout"] {
             assert!(gate.contains(own), "gate --help lacks {own}:\n{gate}");
