@@ -49,6 +49,29 @@ mod tests {
     }
 
     #[test]
+    fn a_coloured_table_aligns_as_the_plain_one_with_its_escapes_removed() {
+        use crate::text::terminal::{SGR_GREEN, SGR_RED, SGR_RESET, SGR_YELLOW};
+        let paint = |colour: &str, word: &str| format!("{colour}{word}{SGR_RESET}");
+        let headers = ["check", "result", "detail"];
+        let plain_rows = [["lease", "pass", "fresh"], ["active check", "not reached", "x"], ["日本", "fail", "stale"]];
+        let colours = [SGR_GREEN, SGR_YELLOW, SGR_RED];
+        let coloured: Vec<Vec<String>> = plain_rows
+            .iter()
+            .zip(colours)
+            .map(|(r, c)| vec![r[0].to_string(), paint(c, r[1]), paint(c, r[2])])
+            .collect();
+        let plain: Vec<&[&str]> = plain_rows.iter().map(|r| &r[..]).collect();
+        let want = render(&headers, &plain, false);
+        let mut out = Vec::new();
+        write(&mut out, &headers, &coloured, false).unwrap();
+        let got = String::from_utf8(out).unwrap();
+        assert_ne!(got, want, "the colour is there");
+        assert_eq!(crate::text::width::plain(&got), want);
+        // A wide character takes two columns: the next column starts where it does below it.
+        assert_eq!(want.lines().nth(3).unwrap(), "日本           fail          stale");
+    }
+
+    #[test]
     fn no_headers_and_empty_cells() {
         assert_eq!(render(&["a", "b"], &[&["", "y"]], true), "<none>   y\n");
     }

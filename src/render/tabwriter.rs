@@ -1,7 +1,12 @@
 //! The one column aligner: Go's text/tabwriter as kubectl sets it up for every table it prints
-//! (`printers.GetNewTabWriter`: at least 6 wide, 3 spaces of padding, a cell's width counted
-//! in characters), for the plugin's tables (table.rs) and `-o custom-columns`
-//! (columns.rs) alike.
+//! (`printers.GetNewTabWriter`: at least 6 wide, 3 spaces of padding), for the plugin's tables
+//! (table.rs) and `-o custom-columns` (columns.rs) alike. One difference: a cell's width is
+//! the columns it takes on the terminal ([`crate::text::width::columns`]), where Go's tab
+//! writer counts runes. The two agree on every cell but one holding the plugin's colour (which
+//! takes no column, so a coloured table aligns as the plain one) or a wide East Asian
+//! character (two columns, which kubectl's tables misalign).
+
+use crate::text::width::columns;
 
 const MIN_WIDTH: usize = 6;
 const PADDING: usize = 3;
@@ -40,7 +45,7 @@ impl Tab<'_, '_> {
             line0 = this;
             let mut width = MIN_WIDTH;
             while this < line1 && column + 1 < self.rows[this].len() {
-                width = width.max(self.rows[this][column].chars().count() + PADDING);
+                width = width.max(columns(self.rows[this][column]) + PADDING);
                 this += 1;
             }
             if let Some(r) = self.remembered.get_mut(column) {
@@ -62,7 +67,7 @@ impl Tab<'_, '_> {
             for (j, cell) in row.iter().enumerate() {
                 self.out.push_str(cell);
                 if let Some(w) = self.widths.get(j) {
-                    self.out.push_str(&" ".repeat(w.saturating_sub(cell.chars().count())));
+                    self.out.push_str(&" ".repeat(w.saturating_sub(columns(cell))));
                 }
             }
             self.out.push('\n');

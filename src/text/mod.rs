@@ -3,3 +3,4 @@
 
 pub mod sanitize;
 pub mod terminal;
+pub mod width;
