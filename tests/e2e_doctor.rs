@@ -123,6 +123,34 @@ fn the_viewer_has_what_the_plugin_needs_as_kubectl_auth_can_i_agrees() {
     assert_eq!(from_yaml, from_json);
 }
 
+/// The default table fits a 120-column terminal, for admin and the viewer (whose run also
+/// prints the RBAC to apply); `-o wide` carries each check and detail whole, as JSON has them.
+#[test]
+fn the_default_table_fits_120_columns_and_wide_has_the_detail() {
+    use unicode_width::UnicodeWidthStr;
+    let c = cluster();
+    for context in ["admin", "viewer"] {
+        let table = doctor(c, &["--context", context]);
+        table.expect_code(0);
+        let wide_lines: Vec<String> = table.lines().iter().filter(|l| l.width() > 120).map(|l| l.to_string()).collect();
+        assert!(wide_lines.is_empty(), "{context}: lines over 120 columns: {wide_lines:#?}\n{}", table.stdout);
+        assert_eq!(table.lines()[0].split_whitespace().collect::<Vec<_>>(), ["AREA", "CHECK", "RESULT", "DETAIL"]);
+        let wide = doctor(c, &["--context", context, "-o", "wide"]);
+        wide.expect_code(0);
+        let json = doctor(c, &["--context", context, "-o", "json"]);
+        let v = json.json();
+        for f in v["findings"].as_array().unwrap() {
+            let (check, detail) = (f["check"].as_str().unwrap(), f["detail"].as_str().unwrap());
+            // A Lease's age moves between runs: those rows are found by their check alone.
+            let row = wide.lines().into_iter().find(|l| l.contains(check));
+            let row = row.unwrap_or_else(|| panic!("{context}: -o wide has no row {check:?}:\n{}", wide.stdout));
+            let ages = f["area"] == "lease" || f["area"] == "kueue manager";
+            assert!(ages || row.ends_with(detail), "{context}: {row:?} lacks {detail:?}");
+        }
+        assert!(wide.lines().iter().any(|l| l.width() > 120), "{context}: -o wide is not cut:\n{}", wide.stdout);
+    }
+}
+
 #[test]
 fn no_lease_is_told_the_rules_to_add() {
     let c = cluster();
@@ -159,7 +187,7 @@ fn no_lease_is_told_the_rules_to_add() {
     let table = doctor(c, &["--context", "no-lease"]);
     table.expect_code(3);
     table.expect_line("Doctor: fail: 1 finding would stop the gate or the plugin (5 warnings)");
-    assert!(table.stdout.contains("\nTo grant what is missing, an admin applies this (kubectl dispatch doctor --rbac | kubectl apply -f -):\n\n# What no-lease lacks"), "{}", table.stdout);
+    assert!(table.stdout.contains("\nTo grant what is missing, an admin applies this\n(kubectl dispatch doctor --rbac | kubectl apply -f -):\n\n# What no-lease lacks"), "{}", table.stdout);
     // --no-headers: nothing but rows on stdout.
     let rows = doctor(c, &["--context", "no-lease", "--no-headers"]);
     rows.expect_code(3);

@@ -38,6 +38,19 @@ impl Access {
         };
         format!("{} {resource}{name}{scope}", self.verb)
     }
+
+    /// The read as `kubectl get` names it, for the default table (the rule in full is in
+    /// `-o wide` and JSON): `get leases dispatch-admission -n dispatch-system`,
+    /// `list clusterqueues (cluster-wide)`, `list workloads -A`.
+    pub fn brief(&self) -> String {
+        let name = self.name.as_deref().map(|n| format!(" {n}")).unwrap_or_default();
+        let scope = match (&self.namespace, cluster_scoped(self.resource)) {
+            (Some(ns), _) => format!(" -n {ns}"),
+            (None, true) => " (cluster-wide)".into(),
+            (None, false) => " -A".into(),
+        };
+        format!("{} {}{name}{scope}", self.verb, self.resource)
+    }
 }
 
 /// `leases.coordination.k8s.io`, or `pods` for the core group: a resource as RBAC and kubectl
@@ -190,6 +203,9 @@ pub struct Finding {
     /// access, identity, kueue, namespace, lease, holder pod.
     pub area: &'static str,
     pub check: String,
+    /// The check in fewer words, for the default table (`None`: as `check` says it): a read
+    /// as `kubectl get` names it ([`Access::brief`]), the Lease without its name.
+    pub short: Option<String>,
     pub level: Level,
     pub detail: String,
     /// For access findings: the read asked about.
@@ -229,6 +245,7 @@ pub fn evaluate(lease_ref: &LeaseRef, facts: &DoctorFacts, now: Timestamp) -> Do
         findings.push(Finding {
             area: "holder pod",
             check: "the holder's pod runs".into(),
+            short: None,
             level,
             detail: pod.sentence(),
             access: None,
@@ -253,7 +270,7 @@ fn identity_finding(identity: Option<&Identity>) -> Finding {
             "may not create SelfSubjectReviews: the RBAC it prints names a placeholder user".to_string(),
         ),
     };
-    Finding { area: "identity", check: "who the checks run as".into(), level, detail, access: None }
+    Finding { area: "identity", check: "who the checks run as".into(), short: None, level, detail, access: None }
 }
 
 fn access_finding(access: &Access, answer: &Answer) -> Finding {
@@ -266,7 +283,14 @@ fn access_finding(access: &Access, answer: &Answer) -> Finding {
         }
         Answer::Unanswered(why) => (Level::Unknown, format!("cannot tell: {why}")),
     };
-    Finding { area: "access", check: access.rule(), level, detail, access: Some((access.clone(), answer.clone())) }
+    Finding {
+        area: "access",
+        check: access.rule(),
+        short: Some(access.brief()),
+        level,
+        detail,
+        access: Some((access.clone(), answer.clone())),
+    }
 }
 
 fn kueue_finding(kueue: &KueueServed) -> Finding {
@@ -288,7 +312,7 @@ fn kueue_finding(kueue: &KueueServed) -> Finding {
             }
         }
     };
-    Finding { area: "kueue", check, level, detail, access: None }
+    Finding { area: "kueue", check, short: None, level, detail, access: None }
 }
 
 fn namespace_finding(lease_ref: &LeaseRef, namespace: &Fetched<()>, lease: &Fetched<LeaseFacts>) -> Finding {
@@ -299,7 +323,14 @@ fn namespace_finding(lease_ref: &LeaseRef, namespace: &Fetched<()>, lease: &Fetc
         (Fetched::Forbidden(_), Fetched::Found(_)) => (Level::Ok, "exists (the Lease is in it)".to_string()),
         (Fetched::Forbidden(d), _) => (Level::Unknown, format!("cannot tell: missing RBAC: {}", d.rule)),
     };
-    Finding { area: "namespace", check: format!("the Lease's namespace {ns} exists"), level, detail, access: None }
+    Finding {
+        area: "namespace",
+        check: format!("the Lease's namespace {ns} exists"),
+        short: Some("the Lease's namespace exists".into()),
+        level,
+        detail,
+        access: None,
+    }
 }
 
 fn lease_finding(lease_ref: &LeaseRef, state: &LeaseState) -> Finding {
@@ -308,7 +339,14 @@ fn lease_finding(lease_ref: &LeaseRef, state: &LeaseState) -> Finding {
         LeaseState::Forbidden { rule } => (Level::Unknown, format!("cannot tell: missing RBAC: {rule}")),
         other => (Level::Fail, other.reason(lease_ref).unwrap_or_default()),
     };
-    Finding { area: "lease", check: format!("Lease {lease_ref} is a live heartbeat"), level, detail, access: None }
+    Finding {
+        area: "lease",
+        check: format!("Lease {lease_ref} is a live heartbeat"),
+        short: Some("the Lease is a live heartbeat".into()),
+        level,
+        detail,
+        access: None,
+    }
 }
 
 /// Kueue's manager's heartbeat: context, so never worse than a warning. Ok only when a manager
@@ -320,6 +358,7 @@ fn kueue_lease_finding(a: &lease::LeaseAssessment) -> Finding {
     Finding {
         area: "kueue manager",
         check: "Kueue's manager holds its Lease (context)".into(),
+        short: None,
         level,
         detail: kueue_lease::sentence(a),
         access: None,
@@ -494,6 +533,12 @@ mod tests {
         );
         assert_eq!(r.findings[4].check, "list clusterqueues.kueue.x-k8s.io (cluster-wide)");
         assert_eq!(r.findings[8].check, "list localqueues.kueue.x-k8s.io in namespace team-a");
+        let brief: Vec<String> = r.findings.iter().filter_map(|f| f.access.as_ref()).map(|(a, _)| a.brief()).collect();
+        assert_eq!(brief[0], "get leases dispatch-admission -n dispatch-system");
+        assert_eq!(brief[3], "list clusterqueues (cluster-wide)");
+        assert_eq!(brief[7], "list localqueues -n team-a");
+        let everywhere = reads(&LeaseRef::default(), None);
+        assert_eq!(everywhere[9].brief(), "list workloads -A");
     }
 
     #[test]

@@ -11,6 +11,7 @@ use crate::invocation::Format;
 use crate::invocation::Output;
 use crate::report::doctor::DoctorRun;
 use crate::text::sanitize::cell;
+use crate::text::width::{columns, cut};
 
 pub const HEADERS: &[&str] = &["area", "check", "result", "detail"];
 
@@ -29,7 +30,11 @@ pub fn render(
         Format::Yaml => super::structured::yaml(out, &run.document()),
         // `doctor` has no -o prometheus (cli::ReportFormat).
         Format::Table | Format::Wide | Format::Prometheus => {
-            let rows: Vec<Vec<String>> = run.report.findings.iter().map(|f| row(f, style)).collect();
+            let wide = output.format == Format::Wide;
+            let mut rows: Vec<Vec<String>> = run.report.findings.iter().map(|f| row(f, style, wide)).collect();
+            if !wide {
+                fit(&mut rows);
+            }
             table::write(out, HEADERS, &rows, output.no_headers)?;
             let closing: &mut dyn Write = if output.no_headers { err } else { out };
             writeln!(closing, "{}", summary(&run.report, style))?;
@@ -40,7 +45,7 @@ pub fn render(
                 };
                 writeln!(
                     closing,
-                    "\nTo grant {what}, an admin applies this (kubectl dispatch doctor --rbac | kubectl apply -f -):\n"
+                    "\nTo grant {what}, an admin applies this\n(kubectl dispatch doctor --rbac | kubectl apply -f -):\n"
                 )?;
                 closing.write_all(crate::report::rbac::manifest(plan).as_bytes())?;
             }
@@ -49,13 +54,42 @@ pub fn render(
     }
 }
 
-fn row(f: &Finding, style: Style) -> Vec<String> {
+/// The widest line of the default table: a 120-column terminal holds it (`-o wide` does not
+/// cut).
+pub const FIT: usize = 120;
+
+/// The fewest columns DETAIL keeps in the default table before CHECK is cut for it.
+const MIN_DETAIL: usize = 30;
+
+/// One finding's row. The default table says the check in fewer words when it has them
+/// (a read as `kubectl get` names it); `-o wide` (and JSON) say it whole.
+fn row(f: &Finding, style: Style, wide: bool) -> Vec<String> {
     let verdict = match f.level {
         Level::Ok => Verdict::Yes,
         Level::Fail => Verdict::No,
         Level::Warning | Level::Unknown => Verdict::Unknown,
     };
-    vec![f.area.to_string(), cell(&f.check, None), style.paint(f.level.label(), verdict), cell(&f.detail, None)]
+    let check = f.short.as_deref().filter(|_| !wide).unwrap_or(&f.check);
+    vec![f.area.to_string(), cell(check, None), style.paint(f.level.label(), verdict), cell(&f.detail, None)]
+}
+
+/// Cuts the default table to [`FIT`] columns, as the tab writer will lay it out: CHECK to what
+/// leaves DETAIL [`MIN_DETAIL`], then DETAIL to what is left (`...` where cut; `-o wide` shows
+/// both whole).
+fn fit(rows: &mut [Vec<String>]) {
+    let width = |rows: &[Vec<String>], i: usize| {
+        let widest = rows.iter().map(|r| columns(&r[i])).chain([HEADERS[i].len()]).max().unwrap_or(0);
+        (widest + 3).max(6)
+    };
+    let (area, result) = (width(rows, 0), width(rows, 2));
+    let check_room = FIT.saturating_sub(area + result + MIN_DETAIL + 3);
+    for r in rows.iter_mut() {
+        r[1] = cut(&r[1], check_room);
+    }
+    let detail_room = FIT.saturating_sub(area + width(rows, 1) + result);
+    for r in rows.iter_mut() {
+        r[3] = cut(&r[3], detail_room);
+    }
 }
 
 /// `Doctor: all well ...`, or how many findings would stop the gate or the plugin, or cannot
