@@ -815,7 +815,7 @@ mod tests {
         assert!(lines[0].starts_with("TIME") && lines[1].starts_with("12:00:00Z   observed"), "{out}");
         assert!(
             lines[2].starts_with(
-                "12:00:00Z   Kueue's manager: Lease kueue-system/c1f6bfd2.kueue.x-k8s.io was last renewed 1m40s ago"
+                "12:00:00Z   Kueue's manager: Lease kueue-system/c1f6bfd2.kueue.x-k8s.io was last renewed 100s ago"
             ),
             "{out}"
         );
@@ -823,7 +823,7 @@ mod tests {
         let (_, out, err) = with_kueue(kueue, 0, Output { format: Format::Table, no_headers: true }, 3).await;
         assert!(!out.contains("Kueue"), "stdout holds only rows: {out}");
         assert!(
-            err.starts_with("Kueue's manager: Lease kueue-system/c1f6bfd2.kueue.x-k8s.io was last renewed 1m40s ago"),
+            err.starts_with("Kueue's manager: Lease kueue-system/c1f6bfd2.kueue.x-k8s.io was last renewed 100s ago"),
             "{err}"
         );
     }

@@ -503,7 +503,7 @@ fn reason_suffix(c: &Condition) -> String {
 }
 
 fn heartbeat_check(lease: &LeaseAssessment) -> Check {
-    use super::duration::{go_seconds, human, human_up};
+    use super::duration::{human, human_up};
     let holder = lease
         .facts
         .as_ref()
@@ -513,19 +513,14 @@ fn heartbeat_check(lease: &LeaseAssessment) -> Check {
     let (outcome, detail) = match &lease.state {
         LeaseState::Fresh { age, limit, stale_in } => (
             Outcome::Pass,
-            format!(
-                "{holder}, renewed {} ago, limit {}, stale in {}",
-                human_up(*age),
-                go_seconds(limit.as_secs()),
-                human(*stale_in)
-            ),
+            format!("{holder}, renewed {} ago, limit {}, stale in {}", human_up(*age), human(*limit), human(*stale_in)),
         ),
         LeaseState::Stale { age, limit, stale_for } => (
             Outcome::Fail(lease.state.reason(&lease.lease).unwrap_or_default()),
             format!(
                 "{holder}, renewed {} ago, limit {}, stale for {}",
                 human_up(*age),
-                go_seconds(limit.as_secs()),
+                human(*limit),
                 human_up(*stale_for)
             ),
         ),

@@ -7,9 +7,9 @@
 //! A manager run without leader election holds no Lease at all, so a missing Lease is said as
 //! such ("no Lease"), never as stale; a Lease that may not be read is said as forbidden.
 
-use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
-use super::duration::{ceil_seconds, go_seconds, human_up};
+use super::duration::{ceil_seconds, human, human_up};
 use super::fetched::Fetched;
 use super::lease::{self, LeaseAssessment, LeaseFacts, LeaseRef, LeaseState};
 
@@ -42,13 +42,13 @@ pub fn sentence(a: &LeaseAssessment) -> String {
     match &a.state {
         LeaseState::Fresh { age, limit, .. } => format!(
             "Lease {lease} renewed {} ago, within {}: a manager leads",
-            go_seconds(ceil_seconds(*age).max(0)),
-            go_seconds(limit.as_secs())
+            human(SignedDuration::from_secs(ceil_seconds(*age).max(0))),
+            human(*limit)
         ),
         LeaseState::Stale { age, limit, .. } => format!(
             "Lease {lease} was last renewed {} ago, beyond {}: no manager leads, so Kueue admits nothing",
-            go_seconds(ceil_seconds(*age)),
-            go_seconds(limit.as_secs())
+            human_up(*age),
+            human(*limit)
         ),
         LeaseState::NoHolder => format!("Lease {lease} has no holder: no manager leads, so Kueue admits nothing"),
         LeaseState::NeverRenewed => {
@@ -210,7 +210,7 @@ mod tests {
         assert!(is_down(&a));
         assert_eq!(
             note(&a).unwrap(),
-            "Kueue's manager: Lease kueue-system/c1f6bfd2.kueue.x-k8s.io was last renewed 1m35s ago, beyond 30s: no manager leads, so Kueue admits nothing"
+            "Kueue's manager: Lease kueue-system/c1f6bfd2.kueue.x-k8s.io was last renewed 95s ago, beyond 30s: no manager leads, so Kueue admits nothing"
         );
         assert_eq!(
             clause(&a).unwrap(),

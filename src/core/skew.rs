@@ -3,7 +3,7 @@
 
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
-use super::duration::go_seconds;
+use super::duration::human;
 use super::lease::{LeaseFacts, future_skew};
 
 /// Our clock against the apiserver's `Date` header, which has one-second resolution (the true
@@ -22,7 +22,7 @@ pub fn server_clock(server_date: Option<Timestamp>, now: Timestamp) -> Option<St
     let (secs, side) = if skew.is_negative() { (-skew.as_secs(), "behind") } else { (skew.as_secs(), "ahead of") };
     Some(format!(
         "this machine's clock is about {} {side} the API server's; Lease ages are measured with this machine's clock",
-        go_seconds(secs.max(1))
+        human(SignedDuration::from_secs(secs.max(1)))
     ))
 }
 
@@ -33,7 +33,7 @@ pub fn lease_in_future(facts: Option<&LeaseFacts>, now: Timestamp) -> Option<Str
     let ahead = future_skew(facts?, now).filter(|a| *a > SignedDuration::from_secs(1))?;
     Some(format!(
         "the Lease's renewTime is {} in the future: the holder's clock is ahead of this machine's",
-        go_seconds(ahead.as_secs().max(1))
+        human(SignedDuration::from_secs(ahead.as_secs().max(1)))
     ))
 }
 
@@ -63,6 +63,17 @@ mod tests {
             lease_in_future(Some(&facts("2026-11-30T12:00:05Z")), now)
                 .unwrap()
                 .starts_with("the Lease's renewTime is 5s")
+        );
+        // Durations as kubectl's HumanDuration writes them, as everywhere but the reasons.
+        assert!(
+            lease_in_future(Some(&facts("2026-11-30T12:03:05Z")), now)
+                .unwrap()
+                .starts_with("the Lease's renewTime is 3m5s in the future")
+        );
+        assert!(server_clock(Some(t("2026-11-30T11:57:00Z")), now).unwrap().contains("about 2m59s ahead of"));
+        assert!(
+            server_clock(Some(t("2026-11-30T11:58:19Z")), now).unwrap().contains("about 100s ahead of"),
+            "HumanDuration keeps seconds below two minutes"
         );
     }
 }

@@ -13,6 +13,10 @@
 // Usage: printcheck -o jsonpath=TEMPLATE|jsonpath-file=FILE|custom-columns=SPEC|custom-columns-file=FILE
 //
 //	[--allow-missing-template-keys=BOOL] [--no-headers] < document.json
+//
+// printcheck -o human-duration < nanoseconds: k8s.io/apimachinery's duration.HumanDuration
+// (kubectl's AGE column) of each integer on stdin (nanoseconds, as a time.Duration holds them),
+// one line each, the oracle of the plugin's durations in tables and messages.
 package main
 
 import (
@@ -21,9 +25,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/duration"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/util/jsonpath"
 	"k8s.io/kubectl/pkg/cmd/get"
@@ -43,6 +50,10 @@ func main() {
 	data, err := io.ReadAll(os.Stdin)
 	if err != nil {
 		fail("input", err)
+	}
+	if *output == "human-duration" {
+		humanDurations(string(data))
+		return
 	}
 	var doc map[string]interface{}
 	if err := utiljson.Unmarshal(data, &doc); err != nil {
@@ -88,6 +99,19 @@ func main() {
 		}
 	default:
 		fail("usage", fmt.Errorf("unknown output format %q", format))
+	}
+	os.Stdout.Write(out.Bytes())
+}
+
+// humanDurations prints HumanDuration of each whitespace-separated count of nanoseconds.
+func humanDurations(text string) {
+	var out bytes.Buffer
+	for _, field := range strings.Fields(text) {
+		n, err := strconv.ParseInt(field, 10, 64)
+		if err != nil {
+			fail("input", err)
+		}
+		fmt.Fprintln(&out, duration.HumanDuration(time.Duration(n)))
 	}
 	os.Stdout.Write(out.Bytes())
 }
