@@ -39,8 +39,11 @@ pub enum ChangeKind {
     },
     /// Went stale at the deadline, with no API event.
     Stale,
-    /// A live heartbeat again after not being one.
-    Fresh,
+    /// A live heartbeat again after not being one; `gap` from the last renewal before the spell
+    /// (a stale one) to this renewal, when the holder is the same and both times are known.
+    Fresh {
+        gap: Option<SignedDuration>,
+    },
     Deleted,
     Created,
     /// Any other change of status (no holder, never renewed, forbidden).
@@ -54,7 +57,7 @@ impl ChangeKind {
             ChangeKind::Renewed { .. } => "renewed",
             ChangeKind::Takeover { .. } => "takeover",
             ChangeKind::Stale => "stale",
-            ChangeKind::Fresh => "fresh",
+            ChangeKind::Fresh { .. } => "fresh",
             ChangeKind::Deleted => "deleted",
             ChangeKind::Created => "created",
             ChangeKind::Status => "status",
@@ -193,11 +196,20 @@ impl Tracker {
         }
         // A takeover that ends a stale spell is also the moment it is fresh again.
         if matches!(kinds.first(), Some(ChangeKind::Takeover { .. })) && label_changed {
-            kinds.push(if label == "fresh" { ChangeKind::Fresh } else { ChangeKind::Status });
+            kinds.push(if label == "fresh" { ChangeKind::Fresh { gap: None } } else { ChangeKind::Status });
         }
         self.last = Some(next);
         self.last_label = Some(label);
         kinds.into_iter().map(|kind| Change { kind, at: now, assessment: assessment.clone() }).collect()
+    }
+
+    /// The gap a renewal ends, counted with the others: from `old`'s renewal to `new`'s, when
+    /// both are known and `new`'s is later (a Lease that is fresh again after a stale spell
+    /// was renewed; one that was merely judged again at another `now` was not).
+    fn renewal_gap(&mut self, old: &LeaseFacts, new: &LeaseFacts) -> Option<SignedDuration> {
+        let gap = old.renew_time.zip(new.renew_time).map(|(a, b)| b.duration_since(a)).filter(|g| g.is_positive())?;
+        self.gaps.push(gap);
+        Some(gap)
     }
 
     /// `new` is held, by another than the last holder seen.
@@ -239,7 +251,7 @@ impl Tracker {
                 }
                 if label_changed {
                     return Some(match label {
-                        "fresh" => ChangeKind::Fresh,
+                        "fresh" => ChangeKind::Fresh { gap: self.renewal_gap(old, new) },
                         "stale" => ChangeKind::Stale,
                         _ => ChangeKind::Status,
                     });
@@ -256,7 +268,7 @@ impl Tracker {
                 None
             }
             _ if label_changed => Some(match label {
-                "fresh" => ChangeKind::Fresh,
+                "fresh" => ChangeKind::Fresh { gap: None },
                 "stale" => ChangeKind::Stale,
                 _ => ChangeKind::Status,
             }),
@@ -301,8 +313,10 @@ mod tests {
         assert_eq!(kinds(t.observe(Observation::Tick, at(33))), ["stale"]);
         assert_eq!(t.deadline(at(33)), None);
         assert!(t.observe(Observation::Tick, at(40)).is_empty());
-        assert_eq!(kinds(t.observe(lease("a", 41, 0), at(41))), ["fresh"]);
-        assert_eq!(t.gaps.count(), 1);
+        let fresh = t.observe(lease("a", 41, 0), at(41));
+        assert_eq!(fresh[0].kind, ChangeKind::Fresh { gap: Some(SignedDuration::from_secs(39)) }, "{fresh:?}");
+        assert_eq!(t.gaps.count(), 2, "the renewal that ends the stale spell is a gap like the others");
+        assert_eq!(t.gaps.max(), Some(SignedDuration::from_secs(39)));
     }
 
     #[test]

@@ -59,6 +59,7 @@ fn stamp(t: Timestamp) -> String {
 pub fn change_doc(change: &Change, detail: String, kueue: Option<&LeaseAssessment>) -> ChangeDoc {
     let (gap, slow, previous) = match &change.kind {
         ChangeKind::Renewed { gap, slow } => (gap.map(|g| g.as_secs()), *slow, None),
+        ChangeKind::Fresh { gap } => (gap.map(|g| g.as_secs()), false, None),
         ChangeKind::Takeover { from, gap, .. } => (gap.map(|g| g.as_secs()), false, Some(from.clone())),
         _ => (None, false, None),
     };
