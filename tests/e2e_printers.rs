@@ -251,6 +251,20 @@ fn color_is_always_never_or_auto() {
     // In the watch: the chain printed again is coloured too.
     let mut watch = Watch::start(c, &s.args("gate", &["--watch", "--color=always"]));
     watch.wait_for("a coloured verdict", Duration::from_secs(60), |l| l.contains(green));
+    // Every status word, not the verdict alone: gate's RESULT, lease's STATUS, doctor's RESULT,
+    // lease --watch's rows; and none with never.
+    let painted = |word: &str| format!("\u{1b}[32m{word}\u{1b}[0m");
+    let run = gate(c, &s, &["--color=always"]);
+    assert!(run.stdout.lines().filter(|l| l.contains(&painted("pass"))).count() >= 4, "{}", run.stdout);
+    let run = c.dispatch(&s.args("lease", &["--color=always"]));
+    assert!(run.expect_code(0).stdout.contains(&painted("fresh")), "{}", run.stdout);
+    let doctor = |color: &'static str| c.dispatch(&["doctor", "--lease", s.lease.as_str(), color]);
+    let run = doctor("--color=always");
+    assert!(run.stdout.contains(&painted("ok")), "{}", run.stdout);
+    assert!(!doctor("--color=never").stdout.contains('\u{1b}'));
+    assert!(!c.dispatch(&s.args("lease", &["--color=never"])).stdout.contains('\u{1b}'));
+    let mut watch = Watch::start(c, &s.args("lease", &["--watch", "--color=always"]));
+    watch.wait_for("a coloured status", Duration::from_secs(60), |l| l.contains(&painted("fresh")));
 }
 
 /// What reaches the terminal: `-o jsonpath` prints a Workload's message byte for byte, as

@@ -94,6 +94,44 @@ fn a_takeover_past_the_window_says_stale_then_fresh() {
     assert_eq!(events, ["observed", "stale", "takeover", "fresh"]);
 }
 
+/// A controller that stops past the window and comes back under the same name: the `fresh` row
+/// carries the gap the stale spell left (the last renewal before it to the renewal that ends
+/// it), in JSON and in the table's GAP, and the closing summary counts it. A 3 s Lease (6 s
+/// window), so the spell is short.
+#[test]
+fn fresh_after_a_stale_spell_shows_the_renewal_gap_and_the_summary_counts_it() {
+    let c = Cluster::shared();
+    let s = Scenario::new("w-gap");
+    leased(c, &s);
+    let event = |name: &'static str| move |l: &str| l.split_whitespace().nth(1) == Some(name);
+    let mut a = Controller::start(c, &s.lease_ns, &s.lease_name, "ctl-a_1", 3);
+    let mut json = Watch::start(c, &["lease", "--watch", "-o", "json", "--lease", &s.lease]);
+    let mut table = Watch::start(c, &["lease", "--watch", "--lease", &s.lease]);
+    json.wait_for("a renewal", 20 * S, is_event("renewed"));
+    table.wait_for("a renewal", 20 * S, event("renewed"));
+    a.stop();
+    json.wait_for("the stale row", 30 * S, is_event("stale"));
+    table.wait_for("the stale row", 30 * S, event("stale"));
+    let _back = Controller::start(c, &s.lease_ns, &s.lease_name, "ctl-a_1", 3);
+    let fresh = json.wait_for("fresh again", 20 * S, is_event("fresh"));
+    let (_, v) = json_event(&fresh).unwrap();
+    let gap = v["gapSeconds"].as_i64().unwrap_or_else(|| panic!("no gap on the fresh document: {v}"));
+    assert!(gap >= 6, "the gap spans the stale spell (past the 6 s window): {v}");
+    let row = table.wait_for("the fresh row", 20 * S, event("fresh"));
+    // TIME EVENT HOLDER RENEWED GAP STATUS...: the gap as HumanDuration writes one under 2 minutes.
+    let cell = row.split_whitespace().nth(4).unwrap().to_string();
+    let secs: i64 =
+        cell.strip_suffix('s').and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("GAP {cell:?}: {row}"));
+    assert!(secs >= 6, "{row}");
+    let (code, seen, _) = table.stop();
+    assert_eq!(code, 0);
+    let summary = seen.last().unwrap();
+    let max = summary.rsplit_once("max ").and_then(|(_, m)| m.strip_suffix('s')).and_then(|m| m.parse::<i64>().ok());
+    assert!(max.is_some_and(|m| m >= secs), "the summary counts the gap: {summary:?} ({seen:#?})");
+    let (code, _, _) = json.stop();
+    assert_eq!(code, 0);
+}
+
 #[test]
 fn rolling_restart_rows_in_a_table_never_say_stale() {
     // The same story as a person sees it: the table (piped, so no status line or escapes).

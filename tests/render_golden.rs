@@ -250,6 +250,29 @@ fn check_all(name: &str, mut render: impl FnMut(Output, &mut Vec<u8>)) {
     );
 }
 
+/// `--color always`: the default table with every status word coloured.
+const COLOUR: Style = Style { color: true, live: false };
+
+/// The default table with colour on, kept as `<name>-color.txt`: it must hold colour, and with
+/// the plugin's colour sequences removed be the plain table byte for byte (the columns align
+/// as they do without colour).
+fn colour_golden(name: &str, render: impl Fn(Style) -> String) {
+    let (plain, coloured) = (render(Style::default()), render(COLOUR));
+    assert!(coloured.contains('\u{1b}'), "{name}: --color always colours nothing");
+    assert_eq!(kubectl_dispatch::text::width::plain(&coloured), plain, "{name}: colour moved the columns");
+    let mismatch = compare(&format!("{name}-color.txt"), &coloured);
+    assert!(mismatch.is_none(), "rendered output differs from the golden files:\n{}", mismatch.unwrap_or_default());
+}
+
+/// The default table as `render` writes it with `style`.
+fn table_text(render: impl Fn(Output, Style, &mut Vec<u8>)) -> impl Fn(Style) -> String {
+    move |style| {
+        let mut buf = Vec::new();
+        render(Output { format: Format::Table, no_headers: false }, style, &mut buf);
+        String::from_utf8(buf).unwrap()
+    }
+}
+
 fn gate_golden(name: &str, input: GateInput) {
     let run = input.run();
     let mut notes_seen = Vec::new();
@@ -266,6 +289,7 @@ fn gate_golden(name: &str, input: GateInput) {
     let notes = String::from_utf8(notes_seen).unwrap();
     let mut failures: Vec<String> = compare(&format!("{name}-no-headers.stderr.txt"), &notes).into_iter().collect();
     // The same run as metrics, judged on a context named prod.
+    colour_golden(name, table_text(|o, style, buf| render::gate::render(&run, o, style, buf).unwrap()));
     let mut prom = Vec::new();
     let context = render::prometheus::Context { name: "prod", outcome: Ok(&run) };
     render::prometheus::render(&[context], &mut prom).unwrap();
@@ -274,7 +298,8 @@ fn gate_golden(name: &str, input: GateInput) {
 }
 
 fn lease_golden(name: &str, run: LeaseRun) {
-    check_all(name, |output, buf| render::lease::render(&run, output, buf).unwrap());
+    check_all(name, |output, buf| render::lease::render(&run, output, Style::default(), buf).unwrap());
+    colour_golden(name, table_text(|o, style, buf| render::lease::render(&run, o, style, buf).unwrap()));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -489,12 +514,13 @@ fn fleet() {
     for (name, ext, format) in [("fleet", "txt", Format::Table), ("fleet-prom", "prom", Format::Prometheus)] {
         let output = Output { format, no_headers: false };
         let (mut out, mut err) = (Vec::new(), Vec::new());
-        render::fleet::render(&results, output, &mut out).unwrap();
+        render::fleet::render(&results, output, Style::default(), &mut out).unwrap();
         render::fleet::notes(&results, output, &mut err).unwrap();
         failures.extend(compare(&format!("fleet.{ext}"), &String::from_utf8(out).unwrap()));
         failures.extend(compare(&format!("{name}.stderr.txt"), &String::from_utf8(err).unwrap()));
     }
     assert!(failures.is_empty(), "rendered output differs from the golden files:\n{}", failures.join("\n"));
+    colour_golden("fleet", table_text(|o, style, buf| render::fleet::render(&results, o, style, buf).unwrap()));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -637,6 +663,10 @@ fn workload_golden_with(
     check_all(name, |output, buf| {
         render::workload::render(&run, output, Style::default(), buf, &mut std::io::sink()).unwrap()
     });
+    colour_golden(
+        name,
+        table_text(|o, style, buf| render::workload::render(&run, o, style, buf, &mut std::io::sink()).unwrap()),
+    );
 }
 
 #[test]
@@ -743,17 +773,25 @@ fn workloads_every_namespace_and_one() {
     };
     let explanations = workloads::explain_all(&GateSettings::default(), &facts, now());
     let all = WorkloadsRun { explanations, namespace: None, warnings: vec![], now: now() };
-    check_all("workloads-all", |output, buf| render::workloads::render(&all, output, buf).unwrap());
+    check_all("workloads-all", |output, buf| render::workloads::render(&all, output, Style::default(), buf).unwrap());
+    // Its status word, GATE, is in the wide table: that one is kept with colour on.
+    colour_golden("workloads-all", |style| {
+        let mut buf = Vec::new();
+        render::workloads::render(&all, Output { format: Format::Wide, no_headers: false }, style, &mut buf).unwrap();
+        String::from_utf8(buf).unwrap()
+    });
     let ml: Vec<_> = all.explanations.iter().filter(|e| e.namespace == "ml").cloned().collect();
     let one = WorkloadsRun { explanations: ml, namespace: Some("ml".into()), ..all.clone() };
     let mut buf = Vec::new();
-    render::workloads::render(&one, Output { format: Format::Table, no_headers: false }, &mut buf).unwrap();
+    render::workloads::render(&one, Output { format: Format::Table, no_headers: false }, Style::default(), &mut buf)
+        .unwrap();
     let failure = compare("workloads-ml.txt", &String::from_utf8(buf).unwrap());
     assert!(failure.is_none(), "{}", failure.unwrap_or_default());
     // Nothing listed: nothing on stdout (the command says `No resources found` on stderr).
     let none = WorkloadsRun { explanations: vec![], ..one };
     let mut buf = Vec::new();
-    render::workloads::render(&none, Output { format: Format::Table, no_headers: false }, &mut buf).unwrap();
+    render::workloads::render(&none, Output { format: Format::Table, no_headers: false }, Style::default(), &mut buf)
+        .unwrap();
     assert!(buf.is_empty());
 }
 
@@ -869,6 +907,10 @@ fn doctor_golden(name: &str, facts: DoctorFacts) {
     check_all(name, |output, buf| {
         render::doctor::render(&run, output, Style::default(), buf, &mut Vec::new()).unwrap()
     });
+    colour_golden(
+        name,
+        table_text(|o, style, buf| render::doctor::render(&run, o, style, buf, &mut Vec::new()).unwrap()),
+    );
 }
 
 fn alice() -> Option<Identity> {
@@ -942,10 +984,32 @@ impl kubectl_dispatch::clock::Clock for PausedClock {
 
 /// `lease --watch` for a minute while dispatch's controller renews every 10 s and Kueue's
 /// manager stops renewing at once, then a new one takes its Lease at 45 s: Kueue's manager's
-/// two lines (stale at its deadline, then a manager leads), in every format, from the one
-/// live loop run on paused time.
+/// two lines (stale at its deadline, then a manager leads), in every format (and the table in
+/// colour), from the one live loop run on paused time.
 #[test]
 fn lease_watch_while_kueues_manager_goes_down_and_comes_back() {
+    let name = "lease-watch-kueue-down";
+    let mut failures = String::new();
+    for (suffix, format, no_headers) in FORMATS {
+        let output = Output { format: *format, no_headers: *no_headers };
+        let (out, err) = watch_for_a_minute(output, Style::default());
+        failures.extend(compare(&format!("{name}{suffix}"), &out));
+        if *no_headers {
+            failures.extend(compare(&format!("{name}-no-headers.stderr.txt"), &err));
+        } else {
+            assert_eq!(err, "", "{suffix}: only --no-headers sends Kueue's lines to stderr");
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "rendered output differs from the golden files (UPDATE_GOLDEN=1 rewrites them):\n{failures}"
+    );
+    colour_golden(name, |style| watch_for_a_minute(Output { format: Format::Table, no_headers: false }, style).0);
+}
+
+/// The watch of [`lease_watch_while_kueues_manager_goes_down_and_comes_back`]: its stdout and
+/// stderr.
+fn watch_for_a_minute(output: Output, style: Style) -> (String, String) {
     use futures::StreamExt;
     use kubectl_dispatch::cluster::watching::kueue_lease::KueueLeaseUpdate;
     use kubectl_dispatch::cluster::watching::reflector::LeaseUpdate;
@@ -973,53 +1037,36 @@ fn lease_watch_while_kueues_manager_goes_down_and_comes_back() {
     }
     let dispatch_ref = LeaseRef { namespace: "dispatch-system".into(), name: "dispatch-admission".into() };
     let kueue_ref = LeaseRef::kueue_default();
-    let mut failures = String::new();
-    for (suffix, format, no_headers) in FORMATS {
-        let output = Output { format: *format, no_headers: *no_headers };
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
-        let (out, err) = runtime.block_on(async {
-            let clock = PausedClock { base, start: tokio::time::Instant::now() };
-            let dispatch: Vec<(u64, LeaseUpdate)> = std::iter::once((0, LeaseUpdate::Link(LinkEvent::Up)))
-                .chain(
-                    (0..=60)
-                        .step_by(10)
-                        .map(|t| (t, LeaseUpdate::Lease(Some(facts("dispatch-admission-0_1", t as i64))))),
-                )
-                .collect();
-            let kueue = vec![
-                (0, KueueLeaseUpdate::Link(LinkEvent::Up)),
-                (0, KueueLeaseUpdate::Lease(Fetched::Found(facts("kueue-controller-manager-7c9d_1", 0)))),
-                (45, KueueLeaseUpdate::Lease(Fetched::Found(facts("kueue-controller-manager-5b2f_2", 45)))),
-            ];
-            let (mut out, mut err) = (Vec::new(), Vec::new());
-            let log = kubectl_dispatch::log::Log::silent();
-            let mut deps = kubectl_dispatch::commands::Deps {
-                clock: &clock,
-                out: &mut out,
-                err: &mut err,
-                log: &log,
-                style: Style::default(),
-                printer: None,
-            };
-            let opts = LeaseWatch { changes_only: false, until: None, timeout: None };
-            let stop = tokio::time::sleep(Duration::from_secs(61));
-            let leases = Leases { lease: &dispatch_ref, kueue: &kueue_ref };
-            let shown = Shown { leases, output, opts, live_line: false };
-            lease_watch::follow(script(dispatch), || script(kueue), shown, stop, &mut deps).await.unwrap();
-            (String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap())
-        });
-        let name = "lease-watch-kueue-down";
-        failures.extend(compare(&format!("{name}{suffix}"), &out));
-        if *no_headers {
-            failures.extend(compare(&format!("{name}-no-headers.stderr.txt"), &err));
-        } else {
-            assert_eq!(err, "", "{suffix}: only --no-headers sends Kueue's lines to stderr");
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "rendered output differs from the golden files (UPDATE_GOLDEN=1 rewrites them):\n{failures}"
-    );
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+    runtime.block_on(async {
+        let clock = PausedClock { base, start: tokio::time::Instant::now() };
+        let dispatch: Vec<(u64, LeaseUpdate)> = std::iter::once((0, LeaseUpdate::Link(LinkEvent::Up)))
+            .chain(
+                (0..=60).step_by(10).map(|t| (t, LeaseUpdate::Lease(Some(facts("dispatch-admission-0_1", t as i64))))),
+            )
+            .collect();
+        let kueue = vec![
+            (0, KueueLeaseUpdate::Link(LinkEvent::Up)),
+            (0, KueueLeaseUpdate::Lease(Fetched::Found(facts("kueue-controller-manager-7c9d_1", 0)))),
+            (45, KueueLeaseUpdate::Lease(Fetched::Found(facts("kueue-controller-manager-5b2f_2", 45)))),
+        ];
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let log = kubectl_dispatch::log::Log::silent();
+        let mut deps = kubectl_dispatch::commands::Deps {
+            clock: &clock,
+            out: &mut out,
+            err: &mut err,
+            log: &log,
+            style,
+            printer: None,
+        };
+        let opts = LeaseWatch { changes_only: false, until: None, timeout: None };
+        let stop = tokio::time::sleep(Duration::from_secs(61));
+        let leases = Leases { lease: &dispatch_ref, kueue: &kueue_ref };
+        let shown = Shown { leases, output, opts, live_line: false };
+        lease_watch::follow(script(dispatch), || script(kueue), shown, stop, &mut deps).await.unwrap();
+        (String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap())
+    })
 }
 
 #[test]
@@ -1065,12 +1112,16 @@ fn every_golden_file_is_rendered_by_a_test() {
     ];
     let mut expected: BTreeSet<String> =
         names.iter().flat_map(|n| FORMATS.iter().map(move |(suffix, ..)| format!("{n}{suffix}"))).collect();
+    // Every report's table with colour on (workloads': its wide one), and fleet's (below).
+    expected.extend(names.iter().map(|n| format!("{n}-color.txt")));
     for gate in names.iter().filter(|n| n.starts_with("gate-")) {
         expected.insert(format!("{gate}.prom"));
         expected.insert(format!("{gate}-no-headers.stderr.txt"));
     }
     expected.insert("lease-watch-kueue-down-no-headers.stderr.txt".into());
-    expected.extend(["fleet.txt", "fleet.prom", "fleet.stderr.txt", "fleet-prom.stderr.txt"].map(String::from));
+    expected.extend(
+        ["fleet.txt", "fleet-color.txt", "fleet.prom", "fleet.stderr.txt", "fleet-prom.stderr.txt"].map(String::from),
+    );
     expected.insert("workloads-ml.txt".into());
     let present: BTreeSet<String> = std::fs::read_dir(golden_dir())
         .unwrap()

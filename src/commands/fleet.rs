@@ -67,7 +67,7 @@ pub fn run(opts: &FleetOptions<'_>, deps: &mut Deps<'_>) -> Result<Exit, Error> 
         })
         .collect();
     fleet::notes(&results, opts.output, deps.err)?;
-    fleet::render(&results, opts.output, deps.out)?;
+    fleet::render(&results, opts.output, deps.style, deps.out)?;
     Ok(worst(&results))
 }
 

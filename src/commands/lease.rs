@@ -35,7 +35,7 @@ pub async fn run(conn: &Connection, lease_ref: &LeaseRef, output: Output, deps: 
     }
     match deps.printer {
         Some(printer) => printer.print(&run.document(), deps.out)?,
-        None => crate::render::lease::render(&run, output, deps.out).map_err(crate::error::Error::from)?,
+        None => crate::render::lease::render(&run, output, deps.style, deps.out).map_err(crate::error::Error::from)?,
     }
     // Forbidden or missing: said on stderr as the live mode says it, beside the row.
     if let LeaseState::Forbidden { rule } = &run.assessment.state {

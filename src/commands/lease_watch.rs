@@ -95,7 +95,7 @@ pub async fn follow<K: Stream<Item = KueueLeaseUpdate>>(
         opts,
         tracker: Tracker::new(leases.lease.clone(), opts.changes_only),
         manager: Follower::new(leases.kueue.clone()),
-        view: View::new(output, live_line),
+        view: View::new(output, live_line, deps.style),
         // Stream 0 is dispatch's Lease, 1 Kueue's: one connection story for both.
         connection: ConnectionStory::new(2),
         open: Some(open),

@@ -93,7 +93,7 @@ pub async fn run(conn: &Connection, opts: &WorkloadsOptions<'_>, deps: &mut Deps
             }
         }
         Some(printer) => printer.print(&run.document(), deps.out)?,
-        None => crate::render::workloads::render(&run, opts.output, deps.out)?,
+        None => crate::render::workloads::render(&run, opts.output, deps.style, deps.out)?,
     }
     deps.out.flush()?;
     if run.explanations.is_empty() && matches!(opts.output.format, Format::Table | Format::Wide) {

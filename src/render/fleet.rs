@@ -2,7 +2,9 @@
 
 use std::io::{self, Write};
 
+use super::Style;
 use super::table;
+use crate::core::verdict::Verdict;
 use crate::invocation::Format;
 use crate::invocation::Output;
 use crate::report::fleet::{ContextResult, FleetDocument};
@@ -10,7 +12,7 @@ use crate::text::sanitize::{cell, escape};
 
 pub const HEADERS: &[&str] = &["context", "clusterqueue", "verdict", "reason", "waiting"];
 
-pub fn render(results: &[ContextResult], output: Output, out: &mut dyn Write) -> io::Result<()> {
+pub fn render(results: &[ContextResult], output: Output, style: Style, out: &mut dyn Write) -> io::Result<()> {
     match output.format {
         Format::Json | Format::Yaml => {
             let doc = FleetDocument::of(results);
@@ -32,7 +34,7 @@ pub fn render(results: &[ContextResult], output: Output, out: &mut dyn Write) ->
         }
         Format::Table | Format::Wide => {
             let max = (output.format == Format::Table).then_some(80);
-            let rows: Vec<Vec<String>> = results.iter().flat_map(|r| rows(r, max)).collect();
+            let rows: Vec<Vec<String>> = results.iter().flat_map(|r| rows(r, max, style)).collect();
             table::write(out, HEADERS, &rows, output.no_headers)
         }
     }
@@ -70,10 +72,11 @@ pub fn notes(results: &[ContextResult], output: Output, err: &mut dyn Write) -> 
     Ok(())
 }
 
-fn rows(r: &ContextResult, max: Option<usize>) -> Vec<Vec<String>> {
+/// VERDICT is coloured (`--color`): `yes` green, `no` and `error` red, `unknown` yellow.
+fn rows(r: &ContextResult, max: Option<usize>, style: Style) -> Vec<Vec<String>> {
     let context = cell(&r.context, None);
     match &r.outcome {
-        Err(e) => vec![vec![context, String::new(), "error".into(), cell(e, max), String::new()]],
+        Err(e) => vec![vec![context, String::new(), style.paint("error", Verdict::No), cell(e, max), String::new()]],
         Ok(run) => run
             .report
             .chains
@@ -92,7 +95,7 @@ fn rows(r: &ContextResult, max: Option<usize>) -> Vec<Vec<String>> {
                 vec![
                     context.clone(),
                     cell(chain.cluster_queue.as_deref().unwrap_or(""), None),
-                    chain.verdict.as_str().to_string(),
+                    style.paint(chain.verdict.as_str(), chain.verdict),
                     cell(chain.reason.as_deref().unwrap_or(""), max),
                     waiting,
                 ]

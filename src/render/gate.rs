@@ -101,7 +101,7 @@ fn text(run: &GateRun, output: Output, style: Style, lines: &mut Lines<'_>) -> i
         && !waiting.is_empty()
     {
         writeln!(lines.note())?;
-        let rows: Vec<Vec<String>> = waiting.iter().map(|w| waiting_row(w, run, wide)).collect();
+        let rows: Vec<Vec<String>> = waiting.iter().map(|w| waiting_row(w, run, wide, style)).collect();
         table::write(lines.out, WAITING_HEADERS, &rows, output.no_headers)?;
     }
     if let Some(summary) = run.stall_summary() {
@@ -189,7 +189,7 @@ pub fn chain_lines(
                 Outcome::Unknown(rule) => format!("{}; missing RBAC: {rule}", c.detail),
                 _ => c.detail.clone(),
             };
-            vec![(i + 1).to_string(), c.kind.title().to_string(), result_word(chain, i), cell(&detail, None)]
+            vec![(i + 1).to_string(), c.kind.title().to_string(), result_word(chain, i, style), cell(&detail, None)]
         })
         .collect();
     let table_out: &mut dyn Write = match rows_to {
@@ -209,13 +209,16 @@ pub fn chain_lines(
     writeln!(lines.note(), "{}", verdict_line(chain, style))
 }
 
-/// A check's RESULT: its outcome, coloured; `not reached` for a check that passes after the
-/// deciding failure (the adapter stops there, and it may be about an object that is not there).
-fn result_word(chain: &Chain, i: usize) -> String {
+/// A check's RESULT: its outcome, coloured (`pass` green, `fail` red, `unknown` yellow);
+/// `not reached`, yellow, for a check that passes after the deciding failure (the adapter stops
+/// there, and it may be about an object that is not there).
+fn result_word(chain: &Chain, i: usize, style: Style) -> String {
     let check = &chain.checks[i];
     match &check.outcome {
-        Outcome::Pass if !chain.reached(i) => "not reached".to_string(),
-        other => other.label().to_string(),
+        Outcome::Pass if !chain.reached(i) => style.paint("not reached", Verdict::Unknown),
+        Outcome::Pass => style.paint("pass", Verdict::Yes),
+        Outcome::Fail(_) => style.paint("fail", Verdict::No),
+        Outcome::Unknown(_) => style.paint("unknown", Verdict::Unknown),
     }
 }
 
@@ -265,13 +268,20 @@ pub fn verdict_line(chain: &Chain, style: Style) -> String {
     }
 }
 
-fn waiting_row(w: &Waiting, run: &GateRun, wide: bool) -> Vec<String> {
+fn waiting_row(w: &Waiting, run: &GateRun, wide: bool, style: Style) -> Vec<String> {
     vec![
         cell(&w.namespace, None),
         cell(&w.name, None),
         cell(w.cluster_queue.as_deref().unwrap_or(""), None),
         cell(&w.check, None),
-        if w.quota_reserved || w.state != "Pending" { w.state.clone() } else { format!("{} (no quota)", w.state) },
+        style.check_state(
+            &w.state,
+            &if w.quota_reserved || w.state != "Pending" {
+                cell(&w.state, None)
+            } else {
+                format!("{} (no quota)", w.state)
+            },
+        ),
         w.since.map(|t| human(run.now.duration_since(t))).unwrap_or_default(),
         if wide { escape(&w.message) } else { cell(&w.message, Some(MESSAGE_WIDTH)) },
     ]

@@ -2,10 +2,11 @@
 
 use std::io::{self, Write};
 
-use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
+use super::Style;
 use super::table;
-use crate::core::duration::{go_seconds, human, human_up};
+use crate::core::duration::{human, human_up};
 use crate::core::lease::{LeaseAssessment, LeaseState};
 use crate::invocation::Format;
 use crate::invocation::Output;
@@ -15,7 +16,7 @@ use crate::text::sanitize::cell;
 pub const HEADERS: &[&str] = &["lease", "holder", "renewed", "duration", "limit", "status", "transitions", "acquired"];
 pub const WIDE_HEADERS: &[&str] = &["renew time", "acquire time", "reason", "holder pod"];
 
-pub fn render(run: &LeaseRun, output: Output, out: &mut dyn Write) -> io::Result<()> {
+pub fn render(run: &LeaseRun, output: Output, style: Style, out: &mut dyn Write) -> io::Result<()> {
     match output.format {
         Format::Json => super::structured::json(out, &run.document()),
         Format::Yaml => super::structured::yaml(out, &run.document()),
@@ -26,7 +27,8 @@ pub fn render(run: &LeaseRun, output: Output, out: &mut dyn Write) -> io::Result
             if wide {
                 headers.extend_from_slice(WIDE_HEADERS);
             }
-            let row = row(&run.assessment, run.now, wide);
+            let mut row = row(&run.assessment, run.now, wide);
+            row[5] = painted_status(&run.assessment.state, style);
             table::write(out, &headers, &[row], output.no_headers)
         }
     }
@@ -42,14 +44,24 @@ pub fn status(state: &LeaseState) -> String {
     }
 }
 
+/// [`status`] with its first word coloured (`--color`): green when fresh, yellow when it
+/// cannot be told (forbidden), red otherwise.
+pub fn painted_status(state: &LeaseState, style: Style) -> String {
+    let (text, label) = (status(state), state.label());
+    match text.strip_prefix(label) {
+        Some(rest) => format!("{}{rest}", style.paint(label, state.verdict())),
+        None => style.paint(&text, state.verdict()),
+    }
+}
+
 pub fn row(a: &LeaseAssessment, now: Timestamp, wide: bool) -> Vec<String> {
     let facts = a.facts.clone().unwrap_or_default();
     let mut row = vec![
         cell(&a.lease.to_string(), None),
         cell(facts.holder().unwrap_or(""), None),
         facts.renew_time.map(|t| human_up(now.duration_since(t))).unwrap_or_default(),
-        facts.duration_seconds.map(|d| go_seconds(d.into())).unwrap_or_default(),
-        facts.duration_seconds.map(|d| go_seconds(2 * i64::from(d))).unwrap_or_default(),
+        facts.duration_seconds.map(|d| human(SignedDuration::from_secs(d.into()))).unwrap_or_default(),
+        facts.duration_seconds.map(|d| human(SignedDuration::from_secs(2 * i64::from(d)))).unwrap_or_default(),
         status(&a.state),
         facts.transitions.map(|t| t.to_string()).unwrap_or_default(),
         facts.acquire_time.map(|t| human(now.duration_since(t))).unwrap_or_default(),

@@ -19,7 +19,7 @@ pub mod workloads;
 
 use crate::invocation::ColorWhen;
 
-/// Whether to colour the verdict (`--color`), and whether stdout is a terminal.
+/// Whether to colour the status words (`--color`), and whether stdout is a terminal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Style {
     pub color: bool,
@@ -40,7 +40,8 @@ impl Style {
     /// Paints a verdict or status word: green when good, red when bad, yellow when unknown.
     pub fn paint(self, word: &str, verdict: crate::core::verdict::Verdict) -> String {
         use crate::core::verdict::Verdict;
-        if !self.color {
+        // An empty cell stays empty (the table writes `<none>` for it).
+        if !self.color || word.is_empty() {
             return word.to_string();
         }
         use crate::text::terminal::{SGR_GREEN, SGR_RED, SGR_RESET, SGR_YELLOW};
@@ -50,6 +51,18 @@ impl Style {
             Verdict::Unknown => SGR_YELLOW,
         };
         format!("{colour}{word}{SGR_RESET}")
+    }
+
+    /// An AdmissionCheck's state as Kueue words it (`cell`, already escaped), coloured by its
+    /// `state`: `Ready` green, `Retry` and `Rejected` red, `Pending` (or any other) yellow.
+    pub fn check_state(self, state: &str, cell: &str) -> String {
+        use crate::core::verdict::Verdict;
+        let verdict = match state {
+            "Ready" => Verdict::Yes,
+            "Retry" | "Rejected" => Verdict::No,
+            _ => Verdict::Unknown,
+        };
+        self.paint(cell, verdict)
     }
 }
 

@@ -3,11 +3,13 @@
 
 use std::io::{self, Write};
 
-use crate::core::duration::{go_seconds, human_up};
+use super::Style;
+use crate::core::duration::{human, human_up};
 use crate::core::heartbeat::{Change, ChangeKind, Gaps};
 use crate::core::lease::{LeaseAssessment, LeaseState};
 use crate::report::watch::{ChangeDoc, KueueChangeDoc};
 use crate::text::sanitize::escape;
+use crate::text::width::columns;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 const HEADERS: [&str; 7] = ["TIME", "EVENT", "HOLDER", "RENEWED", "GAP", "STATUS", "DETAIL"];
@@ -15,23 +17,29 @@ const HEADERS: [&str; 7] = ["TIME", "EVENT", "HOLDER", "RENEWED", "GAP", "STATUS
 /// The advice of the design when a controller was replaced.
 pub const TAKEOVER_HINT: &str = "the controller was replaced: reopen adapters opened before the takeover";
 
-/// Column widths, fixed by the header and the first row.
+/// Column widths, fixed by the header and the first row, counted in terminal columns (a
+/// coloured STATUS takes as many as a plain one).
 #[derive(Debug, Default)]
 pub struct Columns {
     widths: Option<Vec<usize>>,
+    pub style: Style,
 }
 
 impl Columns {
+    pub fn new(style: Style) -> Columns {
+        Columns { widths: None, style }
+    }
+
     pub fn header(&mut self, out: &mut dyn Write, first: &Change) -> io::Result<()> {
-        let cells = cells(first, None);
+        let cells = cells(first, None, self.style);
         let widths: Vec<usize> =
-            HEADERS.iter().zip(&cells).map(|(h, c)| (h.len().max(c.chars().count()) + 3).max(6)).collect();
+            HEADERS.iter().zip(&cells).map(|(h, c)| (h.len().max(columns(c)) + 3).max(6)).collect();
         self.widths = Some(widths);
         self.write_cells(out, &HEADERS.map(String::from))
     }
 
     pub fn row(&mut self, out: &mut dyn Write, change: &Change, gaps: Option<&Gaps>) -> io::Result<()> {
-        self.write_cells(out, &cells(change, gaps))
+        self.write_cells(out, &cells(change, gaps, self.style))
     }
 
     /// A line that is no row: its time in the TIME column, then `text` from EVENT on (Kueue's
@@ -50,8 +58,10 @@ impl Columns {
                 line.push_str(cell);
             } else {
                 let w = widths.get(i).copied().unwrap_or(6);
-                line.push_str(&format!("{cell:<w$}"));
-                if cell.chars().count() >= w {
+                let used = columns(cell);
+                line.push_str(cell);
+                line.push_str(&" ".repeat(w.saturating_sub(used)));
+                if used >= w {
                     line.push(' ');
                 }
             }
@@ -64,16 +74,14 @@ fn time(t: Timestamp) -> String {
     t.strftime("%H:%M:%SZ").to_string()
 }
 
-fn status(state: &LeaseState) -> String {
-    super::lease::status(state)
-}
-
 /// TIME, EVENT, HOLDER, RENEWED, GAP, STATUS, DETAIL (and, in wide, the gap statistics).
-fn cells(change: &Change, gaps: Option<&Gaps>) -> Vec<String> {
+fn cells(change: &Change, gaps: Option<&Gaps>, style: Style) -> Vec<String> {
     let a = &change.assessment;
     let facts = a.facts.clone().unwrap_or_default();
     let gap = match &change.kind {
-        ChangeKind::Renewed { gap, .. } | ChangeKind::Takeover { gap, .. } => gap.map(short).unwrap_or_default(),
+        ChangeKind::Renewed { gap, .. } | ChangeKind::Takeover { gap, .. } | ChangeKind::Fresh { gap } => {
+            gap.map(short).unwrap_or_default()
+        }
         _ => String::new(),
     };
     let mut detail = detail(change);
@@ -87,13 +95,14 @@ fn cells(change: &Change, gaps: Option<&Gaps>) -> Vec<String> {
         escape(facts.holder().unwrap_or("<none>")),
         facts.renew_time.map(|t| human_up(change.at.duration_since(t))).unwrap_or_else(|| "<none>".into()),
         if gap.is_empty() { "-".into() } else { gap },
-        status(&a.state),
+        super::lease::painted_status(&a.state, style),
         detail,
     ]
 }
 
+/// A gap as every duration in a table is written: kubectl's HumanDuration.
 fn short(d: SignedDuration) -> String {
-    go_seconds(d.as_secs())
+    human(d)
 }
 
 pub fn detail(change: &Change) -> String {
@@ -104,7 +113,7 @@ pub fn detail(change: &Change) -> String {
             format!(
                 "slow renewal: {} since the last one, more than half the limit ({})",
                 short(*g),
-                go_seconds(half.into())
+                short(SignedDuration::from_secs(half.into()))
             )
         }
         ChangeKind::Takeover { from, to, gap, transitions } => format!(
@@ -137,9 +146,11 @@ pub fn status_line(
     renewed: Option<Timestamp>,
     now: Timestamp,
     connection: &str,
+    style: Style,
 ) -> String {
     let renewed = renewed.map(|t| format!(", renewed {} ago", human_up(now.duration_since(t)))).unwrap_or_default();
-    format!("{} {}: holder {}{renewed} [{connection}]", time(now), status(state), escape(holder.unwrap_or("<none>")))
+    let status = super::lease::painted_status(state, style);
+    format!("{} {status}: holder {}{renewed} [{connection}]", time(now), escape(holder.unwrap_or("<none>")))
 }
 
 /// One change as one JSON line, its detail as the table row words it; Kueue's manager's

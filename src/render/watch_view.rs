@@ -38,8 +38,9 @@ pub struct View {
 }
 
 impl View {
-    pub fn new(output: Output, live_line: bool) -> View {
-        View { columns: Columns::default(), output, live_line, line_shown: false, docs: 0, held: None }
+    /// `style` colours the rows' STATUS and the status line (`--color`).
+    pub fn new(output: Output, live_line: bool, style: super::Style) -> View {
+        View { columns: Columns::new(style), output, live_line, line_shown: false, docs: 0, held: None }
     }
 
     pub fn change(
@@ -110,7 +111,8 @@ impl View {
         }
         let Some(a) = tracker.assess(now) else { return Ok(()) };
         let facts = a.facts.clone().unwrap_or_default();
-        let line = status_line(&a.state, facts.holder(), facts.renew_time, now, &connection(link, polling, now));
+        let connection = connection(link, polling, now);
+        let line = status_line(&a.state, facts.holder(), facts.renew_time, now, &connection, self.columns.style);
         write!(out, "{CLEAR_LINE}{line}")?;
         self.line_shown = true;
         out.flush()

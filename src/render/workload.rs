@@ -71,7 +71,7 @@ fn text(run: &WorkloadRun, output: Output, style: Style, lines: &mut Lines<'_>) 
     } else {
         writeln!(lines.note())?;
         let headers = if wide { CHECK_WIDE_HEADERS } else { CHECK_HEADERS };
-        let rows: Vec<Vec<String>> = e.checks.iter().map(|c| check_row(c, wide)).collect();
+        let rows: Vec<Vec<String>> = e.checks.iter().map(|c| check_row(c, wide, style)).collect();
         table::write(lines.out, headers, &rows, output.no_headers)?;
         for c in &e.checks {
             for line in extras(c, wide) {
@@ -168,7 +168,7 @@ fn condition_row(type_: &str, c: &Condition, run: &WorkloadRun, wide: bool) -> V
     ]
 }
 
-fn check_row(c: &CheckView, wide: bool) -> Vec<String> {
+fn check_row(c: &CheckView, wide: bool, style: Style) -> Vec<String> {
     let d = &c.detail;
     let controller = match (&c.controller, c.dispatch) {
         (Some(ctl), true) => format!("{} (dispatch)", cell(ctl, None)),
@@ -176,7 +176,8 @@ fn check_row(c: &CheckView, wide: bool) -> Vec<String> {
         (None, true) => "(dispatch)".into(),
         (None, false) => String::new(),
     };
-    let mut row = vec![cell(&d.name, None), controller, cell(&d.state, None), c.since.map(human).unwrap_or_default()];
+    let state = style.check_state(&d.state, &cell(&d.state, None));
+    let mut row = vec![cell(&d.name, None), controller, state, c.since.map(human).unwrap_or_default()];
     if wide {
         row.push(d.retry_count.map(|n| n.to_string()).unwrap_or_default());
         row.push(requeue(c).unwrap_or_default());

@@ -4,7 +4,9 @@
 
 use std::io::{self, Write};
 
+use super::Style;
 use super::table;
+use crate::core::verdict::Verdict;
 use crate::invocation::{Format, Output};
 use crate::report::workloads::{WorkloadItemDoc, WorkloadsRun, item_doc};
 use crate::text::sanitize::{cell, escape};
@@ -17,7 +19,8 @@ const EXPLANATION_WIDTH: usize = 100;
 
 /// Renders to `out`: the document, or the table (nothing at all when no Workload is listed:
 /// the command says so on stderr, as kubectl says `No resources found`).
-pub fn render(run: &WorkloadsRun, output: Output, out: &mut dyn Write) -> io::Result<()> {
+/// `style` colours wide's GATE (`--color`: `yes` green, `no` red, `unknown` yellow).
+pub fn render(run: &WorkloadsRun, output: Output, style: Style, out: &mut dyn Write) -> io::Result<()> {
     match output.format {
         Format::Json => super::structured::json(out, &run.document()),
         Format::Yaml => super::structured::yaml(out, &run.document()),
@@ -32,13 +35,14 @@ pub fn render(run: &WorkloadsRun, output: Output, out: &mut dyn Write) -> io::Re
             if every {
                 headers.insert(0, "namespace");
             }
-            let rows: Vec<Vec<String>> = run.explanations.iter().map(|e| row(&item_doc(e), wide, every)).collect();
+            let rows: Vec<Vec<String>> =
+                run.explanations.iter().map(|e| row(&item_doc(e), wide, every, style)).collect();
             table::write(out, &headers, &rows, output.no_headers)
         }
     }
 }
 
-fn row(item: &WorkloadItemDoc, wide: bool, every: bool) -> Vec<String> {
+fn row(item: &WorkloadItemDoc, wide: bool, every: bool, style: Style) -> Vec<String> {
     let text = |v: &Option<String>| v.as_deref().map(|s| cell(s, None)).unwrap_or_default();
     let mut row = Vec::with_capacity(10);
     if every {
@@ -49,7 +53,7 @@ fn row(item: &WorkloadItemDoc, wide: bool, every: bool) -> Vec<String> {
         row.extend([
             text(&item.finished),
             text(&item.cluster_queue),
-            item.gate.unwrap_or_default().to_string(),
+            item.gate.map(|g| style.paint(g, gate_verdict(g))).unwrap_or_default(),
             item.stage.to_string(),
             escape(&item.summary),
         ]);
@@ -57,4 +61,13 @@ fn row(item: &WorkloadItemDoc, wide: bool, every: bool) -> Vec<String> {
         row.push(cell(&item.summary, Some(EXPLANATION_WIDTH)));
     }
     row
+}
+
+/// GATE's word as the verdict it names.
+fn gate_verdict(word: &str) -> Verdict {
+    match word {
+        "yes" => Verdict::Yes,
+        "no" => Verdict::No,
+        _ => Verdict::Unknown,
+    }
 }
