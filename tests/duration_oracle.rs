@@ -13,7 +13,7 @@ use support::printcheck::oracle;
 
 const NS: i64 = 1_000_000_000;
 
-fn cases() -> Vec<i64> {
+fn seconds_to_try() -> Vec<i64> {
     let mut v: Vec<i64> = (-3..=600).map(|s| s * NS).collect();
     let (minute, hour, day) = (60 * NS, 3600 * NS, 86_400 * NS);
     let year = 365 * day;
@@ -34,7 +34,7 @@ fn cases() -> Vec<i64> {
 
 #[test]
 fn human_durations_are_kubectls_human_duration() {
-    let cases = cases();
+    let cases = seconds_to_try();
     let input: String = cases.iter().map(|n| format!("{n}\n")).collect();
     let want = oracle(&input, "human-duration", &[]).unwrap_or_else(|e| panic!("printcheck: {e}"));
     let want: Vec<&str> = want.lines().collect();
