@@ -192,7 +192,9 @@ fn no_lease_is_told_the_rules_to_add() {
     let rows = doctor(c, &["--context", "no-lease", "--no-headers"]);
     rows.expect_code(3);
     assert!(rows.lines().iter().all(|l| l.split_whitespace().count() >= 4), "{}", rows.stdout);
-    assert!(rows.stderr.starts_with("Doctor: fail: "), "{}", rows.stderr);
+    // The findings the table cut, whole, and the summary go to stderr.
+    assert!(rows.stderr.starts_with("Findings in full:\n"), "{}", rows.stderr);
+    assert!(rows.stderr.lines().any(|l| l.starts_with("Doctor: fail: ")), "{}", rows.stderr);
 }
 
 #[test]

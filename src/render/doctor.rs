@@ -32,11 +32,13 @@ pub fn render(
         Format::Table | Format::Wide | Format::Prometheus => {
             let wide = output.format == Format::Wide;
             let mut rows: Vec<Vec<String>> = run.report.findings.iter().map(|f| row(f, style, wide)).collect();
+            let whole: Vec<(String, String)> = rows.iter().map(|r| (r[1].clone(), r[3].clone())).collect();
             if !wide {
                 fit(&mut rows);
             }
             table::write(out, HEADERS, &rows, output.no_headers)?;
             let closing: &mut dyn Write = if output.no_headers { err } else { out };
+            write_cut_findings(closing, &run.report, &rows, &whole)?;
             writeln!(closing, "{}", summary(&run.report, style))?;
             if let Some(plan) = &run.report.rbac {
                 let what = match run.report.overall {
@@ -92,6 +94,54 @@ fn fit(rows: &mut [Vec<String>]) {
     }
 }
 
+/// Under the default table, each finding that is not ok and whose detail the table cut, whole
+/// and after its check:
+/// the finding is what the operator acts on (wrapped to [`FIT`] columns; `-o wide` cuts none).
+fn write_cut_findings(
+    out: &mut dyn Write,
+    report: &DoctorReport,
+    rows: &[Vec<String>],
+    whole: &[(String, String)],
+) -> io::Result<()> {
+    let cut: Vec<String> = report
+        .findings
+        .iter()
+        .zip(rows.iter().zip(whole))
+        .filter(|(f, (row, (_, detail)))| f.level != Level::Ok && &row[3] != detail)
+        .map(|(_, (_, (check, detail)))| format!("{check}: {detail}"))
+        .collect();
+    if cut.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "Findings in full:")?;
+    for finding in cut {
+        for line in wrap(&finding, FIT, "  ", "    ") {
+            writeln!(out, "{line}")?;
+        }
+    }
+    Ok(())
+}
+
+/// `text` in lines of at most `width` columns, broken at spaces (a word longer than a line
+/// keeps a line of its own), the first line after `first`, the others after `rest`.
+fn wrap(text: &str, width: usize, first: &str, rest: &str) -> Vec<String> {
+    let mut lines = vec![first.to_string()];
+    let mut empty = true;
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let line = lines.last_mut().expect("one line at least");
+        if !empty && columns(line) + 1 + columns(word) > width {
+            lines.push(format!("{rest}{word}"));
+        } else {
+            if !empty {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+        empty = false;
+    }
+    lines
+}
+
 /// `Doctor: all well ...`, or how many findings would stop the gate or the plugin, or cannot
 /// be told.
 pub fn summary(report: &DoctorReport, style: Style) -> String {
@@ -123,5 +173,22 @@ pub fn summary(report: &DoctorReport, style: Style) -> String {
             style.paint("cannot tell", Verdict::Unknown),
             plural(count(Level::Unknown), "check could", "checks could")
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_finding_is_wrapped_at_spaces_within_the_width() {
+        let lines =
+            wrap("lease: the admission controller's Lease was last renewed 1m50s ago, beyond 30s", 30, "  ", "    ");
+        assert_eq!(
+            lines,
+            ["  lease: the admission", "    controller's Lease was", "    last renewed 1m50s ago,", "    beyond 30s"]
+        );
+        assert!(lines.iter().all(|l| columns(l) <= 30));
+        assert_eq!(wrap("a-very-long-word-alone", 5, "  ", "    "), ["  a-very-long-word-alone"]);
     }
 }
