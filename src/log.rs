@@ -3,9 +3,24 @@
 
 use crate::text::terminal::LineSink;
 
+/// Cheap to clone: every clone writes to the same sink (the live modes' streams log from
+/// their own tasks).
+#[derive(Clone)]
 pub struct Log {
     level: u8,
     sink: LineSink,
+}
+
+impl Default for Log {
+    fn default() -> Self {
+        Log::silent()
+    }
+}
+
+impl std::fmt::Debug for Log {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Log").field("level", &self.level).finish_non_exhaustive()
+    }
 }
 
 impl Log {

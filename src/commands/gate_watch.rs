@@ -52,7 +52,7 @@ pub async fn run(
         deps.warn(w);
     }
     let streams =
-        streams::streams(conn, &served.kueue, opts.settings, opts.all_states, namespace.as_deref(), opts.selector);
+        streams::streams(conn, &served.kueue, opts.settings, opts.all_states, namespace.as_deref(), opts.selector, log);
     super::live::ended(follow(streams, opts, live, namespace, super::shutdown(), deps).await)
 }
 

@@ -47,9 +47,10 @@ pub async fn run(
     opts: LeaseWatch,
     deps: &mut Deps<'_>,
 ) -> Result<Exit, Error> {
-    let updates = reflector::lease(conn, leases.lease);
+    let updates = reflector::lease(conn, leases.lease, deps.log);
     let kueue_ref = leases.kueue;
-    let kueue = || kueue_lease::kueue_lease(conn, kueue_ref);
+    let log = deps.log;
+    let kueue = move || kueue_lease::kueue_lease(conn, kueue_ref, log);
     let live_line = deps.style.live;
     follow(updates, kueue, Shown { leases, output, opts, live_line }, super::shutdown(), deps).await
 }

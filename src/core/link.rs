@@ -39,6 +39,9 @@ pub enum Refusal {
     /// or when it was due): `kubectl get -w` ends there too. The plugin's error, as the
     /// one-shot says it.
     Exec { message: String },
+    /// A list that does not end (a continue token given twice, or past the bound on pages):
+    /// listing again would not end either. The one-shot read's error, word for word.
+    Bound { message: String },
 }
 
 /// What a stream does with an answer of `code` to a list, watch or get.

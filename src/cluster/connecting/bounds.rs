@@ -3,7 +3,8 @@
 //! layer of the HTTP stack (client.rs) bounds every response body after gzip is
 //! inflated (the pager's pages, kube's get and list, discovery alike) and turns a 3xx answer
 //! into an error of its own; the exec plugin's output and a list's pages are bounded where
-//! they are read (exec.rs, and reading/fetch.rs).
+//! they are read (exec.rs, and reading/pager.rs, for the one-shot reads and the live modes'
+//! lists alike).
 
 use std::pin::Pin;
 use std::task::{Context, Poll};

@@ -1,8 +1,8 @@
 //! Reads the facts. Each read turns 404 and 403 into data ([`Fetched`]); anything else stops
-//! the run with an [`Error`]. Lists are paged (limit 500) and each page is reduced as it
-//! arrives, so memory follows what is kept, not what is listed.
+//! the run with an [`Error`]. Lists are paged by the one pager ([`super::pager`]) and each page
+//! is reduced as it arrives, so memory follows what is kept, not what is listed.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroup;
 use k8s_openapi::jiff::Timestamp;
@@ -11,8 +11,8 @@ use kube::core::{ApiResource, GroupVersionKind};
 use serde::de::DeserializeOwned;
 
 use super::failure::{Failure, classify, transport};
+use super::pager::{Failed, Page, Pager};
 use super::wire;
-use crate::cluster::connecting::bounds;
 use crate::cluster::connecting::connect::Connection;
 use crate::core::fetched::{Denied, Fetched};
 use crate::core::kueue::{API_VERSIONS, AdmissionCheck, ClusterQueue, LocalQueue};
@@ -23,7 +23,6 @@ use crate::error::Error;
 use crate::log::Log;
 
 const GROUP: &str = "kueue.x-k8s.io";
-const PAGE: u32 = 500;
 
 /// The Kueue API version to read, chosen from discovery, and the server's clock when it answered.
 #[derive(Debug, Clone)]
@@ -224,225 +223,41 @@ pub(crate) fn outcome<T>(r: &Result<T, kube::Error>) -> String {
     }
 }
 
-/// One list, read page by page (limit 500), with the next page asked for before this one is
-/// decoded: the moment a page's text is in, its continue token is read off it (a cheap scan
-/// that skips the items), the next request goes out, and the page is decoded on a blocking
-/// thread while the server builds the next one. So the wall time is near the larger of the
-/// server's work and the plugin's, not their sum, and at most two pages are held at once: the
-/// one being decoded, and the one arriving.
-struct Pager<'a, K> {
-    api: Api<K>,
+/// One list read once, through the [`Pager`]: what a page that could not be read means for a
+/// one-shot read. Forbidden ends the list as data; a resource not served, a conversion that
+/// failed, a bound and the rest stop the run. Objects that could not be read are said once,
+/// as the page is read, and left out.
+struct Reading<'a, K> {
+    pager: Pager<K>,
     what: &'a str,
     /// The Kueue version read, for a conversion failure's error.
     version: &'a str,
     conn: &'a Connection,
     log: &'a Log,
-    /// The page to ask for next, when it has not been asked for yet.
-    next: Option<ListParams>,
-    /// The page already asked for, while the one before it is decoded.
-    asked: Option<PendingPage>,
-    /// Whether to ask for the next page ahead (off for a probe, which reads one page only).
-    ahead: bool,
     forbidden: bool,
-    /// The list already started over once, after its continue token expired.
-    restarted: bool,
-    /// The continue tokens given so far (hashed) and the pages asked for: a list that does not
-    /// end is an error ([`bounds::MAX_PAGES`]).
-    tokens: std::collections::HashSet<u64>,
 }
 
-/// One page's request: its parameters, how long the answer took, and the answer's text.
-type Answer = (ListParams, Duration, Result<String, kube::Error>);
-
-/// A page's request under way on the runtime. Dropping it (the list ended early, or failed)
-/// cancels the request, so no read outlives the pager that asked for it.
-struct PendingPage(tokio::task::JoinHandle<Answer>);
-
-impl Drop for PendingPage {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-impl PendingPage {
-    async fn answer(mut self) -> Answer {
-        match (&mut self.0).await {
-            Ok(answer) => answer,
-            Err(e) => std::panic::resume_unwind(e.into_panic()),
-        }
-    }
-}
-
-/// The continue token of a list's text, without decoding its items. Kube-apiserver writes a
-/// custom resource's list with its keys sorted (`metadata` last), so the token can only be
-/// found once the page is in whole. `None` when the text is not a list (the full decode then
-/// says what is wrong) or the list is done.
-fn continue_token(text: &str) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Head {
-        #[serde(default)]
-        metadata: HeadMeta,
-    }
-    #[derive(serde::Deserialize, Default)]
-    struct HeadMeta {
-        #[serde(rename = "continue", default)]
-        token: Option<String>,
-    }
-    serde_json::from_str::<Head>(text).ok()?.metadata.token.filter(|t| !t.is_empty())
-}
-
-/// One page of a list. `restarted`: the list started over from its first page (the continue
-/// token expired), so whatever the earlier pages gave is to be dropped.
-struct Page<K> {
-    items: Vec<K>,
-    restarted: bool,
-}
-
-impl<'a, K> Pager<'a, K>
+impl<'a, K> Reading<'a, K>
 where
     K: kube::Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
-    fn new(api: Api<K>, what: &'a str, kueue: &'a KueueApi, conn: &'a Connection, log: &'a Log) -> Self {
-        let next = Some(ListParams::default().limit(PAGE));
-        let version = &kueue.version;
-        let tokens = Default::default();
-        Pager {
-            api,
-            what,
-            version,
-            conn,
-            log,
-            next,
-            asked: None,
-            ahead: true,
-            forbidden: false,
-            restarted: false,
-            tokens,
-        }
+    fn new(pager: Pager<K>, what: &'a str, kueue: &'a KueueApi, conn: &'a Connection, log: &'a Log) -> Self {
+        Reading { pager, what, version: &kueue.version, conn, log, forbidden: false }
     }
 
-    /// A pager that reads the first page of `limit` objects and nothing after it.
-    fn first_page(
-        api: Api<K>,
-        limit: u32,
-        what: &'a str,
-        kueue: &'a KueueApi,
-        conn: &'a Connection,
-        log: &'a Log,
-    ) -> Self {
-        Pager {
-            next: Some(ListParams::default().limit(limit)),
-            ahead: false,
-            ..Pager::new(api, what, kueue, conn, log)
-        }
-    }
-
-    /// Sends the request for one page on the runtime, so that it goes on while this task
-    /// decodes the page before it.
-    fn ask(&self, params: ListParams) -> PendingPage {
-        let client = self.conn.client.clone();
-        let request = kube::core::Request::new(self.api.resource_url()).list(&params);
-        PendingPage(tokio::spawn(async move {
-            let started = Instant::now();
-            let text = match request {
-                Ok(mut request) => {
-                    request.extensions_mut().insert("list");
-                    client.request_text(request).await
-                }
-                Err(e) => Err(kube::Error::BuildRequest(e)),
-            };
-            (params, started.elapsed(), text)
-        }))
-    }
-
-    /// The next page; `None` once the list is done, or forbidden (see [`Pager::end`]). A
-    /// continue token that expired (410 Gone: etcd compacted the list's revision between two
-    /// pages) starts the list over from its first page, once, as client-go's pager does.
+    /// The next page; `None` once the list is done, or forbidden (see [`Reading::end`]).
     async fn next(&mut self) -> Result<Option<Page<K>>, Error> {
-        let mut restarted = false;
-        loop {
-            let asked = match (self.asked.take(), self.next.take()) {
-                (Some(asked), _) => asked,
-                (None, Some(params)) => self.ask(params),
-                (None, None) => return Ok(None),
-            };
-            let (params, took, result) = asked.answer().await;
-            self.log.info(
-                6,
-                &format!(
-                    "LIST {}?limit={}{} {} in {}ms",
-                    self.api.resource_url(),
-                    params.limit.unwrap_or(PAGE),
-                    if params.continue_token.is_some() { "&continue=..." } else { "" },
-                    outcome(&result),
-                    took.as_millis()
-                ),
-            );
-            let text = match result {
-                Ok(text) => text,
-                Err(kube::Error::Api(s)) if s.code == 410 && params.continue_token.is_some() && !self.restarted => {
-                    self.log.info(
-                        1,
-                        &format!(
-                            "the {} list's continue token expired (410 Gone); listing again from the first page",
-                            self.what
-                        ),
-                    );
-                    self.restarted = true;
-                    self.tokens.clear();
-                    restarted = true;
-                    self.next = Some(ListParams { continue_token: None, ..params });
-                    continue;
+        match self.pager.next(self.log).await {
+            Ok(Some(page)) => {
+                for line in &page.unreadable {
+                    self.log.stderr().ours(&format!("Warning: {}", crate::text::sanitize::escape(line)));
                 }
-                Err(e) => return self.failed(e),
-            };
-            if self.ahead
-                && let Some(token) = continue_token(&text)
-            {
-                self.endless(&token)?;
-                self.asked = Some(self.ask(params.continue_token(&token)));
+                Ok(Some(page))
             }
-            let kind = self.what.strip_suffix('s').unwrap_or(self.what).to_string();
-            let decoded = tokio::task::spawn_blocking(move || wire::decode_page::<K>(&text, &kind))
-                .await
-                .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
-            return match decoded {
-                Ok((items, unreadable)) => {
-                    // Said once, as the page is read; the object is left out of the run.
-                    for line in unreadable {
-                        self.log.stderr().ours(&format!("Warning: {}", crate::text::sanitize::escape(&line)));
-                    }
-                    Ok(Some(Page { items, restarted }))
-                }
-                Err(e) => {
-                    self.asked = None;
-                    self.failed(kube::Error::SerdeError(e))
-                }
-            };
+            Ok(None) => Ok(None),
+            Err(Failed::Bound(message)) => Err(Error::Bound(message)),
+            Err(Failed::Request(e)) => self.failed(e),
         }
-    }
-
-    /// Refuses a continue token given before (the list would go round for ever) and a list
-    /// past [`bounds::MAX_PAGES`] pages.
-    fn endless(&mut self, token: &str) -> Result<(), Error> {
-        use std::hash::{BuildHasher, BuildHasherDefault};
-        let hash = BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(token);
-        let path = self.api.resource_url();
-        if !self.tokens.insert(hash) {
-            return Err(Error::Bound(format!(
-                "the API server's {} list at {path} does not end: page {} gave the same continue token as an earlier page",
-                self.what,
-                self.tokens.len() + 1
-            )));
-        }
-        if self.tokens.len() >= bounds::MAX_PAGES {
-            return Err(Error::Bound(format!(
-                "the API server's {} list at {path} did not end within {} pages, the bound on one list",
-                self.what,
-                bounds::MAX_PAGES
-            )));
-        }
-        Ok(())
     }
 
     /// A page that could not be read: forbidden ends the list as data, the rest stop the run.
@@ -452,10 +267,9 @@ where
                 self.forbidden = true;
                 Ok(None)
             }
-            Failure::NotFound => Err(Error::KueueResourceMissing {
-                resource: self.what.into(),
-                group_version: self.api.resource_url().to_string(),
-            }),
+            Failure::NotFound => {
+                Err(Error::KueueResourceMissing { resource: self.what.into(), group_version: self.pager.path() })
+            }
             Failure::Conversion(cause) => Err(Error::KueueWebhook {
                 what: self.what.into(),
                 versions: format!("{GROUP}/{}", self.version),
@@ -483,7 +297,7 @@ async fn list_pages<K, T>(
 where
     K: kube::Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
-    let mut pager = Pager::new(api, what, kueue, conn, log);
+    let mut pager = Reading::new(Pager::new(api, what, ListParams::default()), what, kueue, conn, log);
     let mut out = Vec::new();
     while let Some(page) = pager.next().await? {
         if page.restarted {
@@ -563,12 +377,14 @@ pub async fn workloads(
     log: &Log,
 ) -> Result<Fetched<Vec<WorkloadFacts>>, Error> {
     let api: Api<wire::WireWorkload> = namespaced_or_all(conn, namespace, &kueue.resource("Workload", "workloads"));
-    let mut pager = Pager::new(api, "Workloads", kueue, conn, log);
+    let mut params = ListParams::default();
     if let Some(labels) = labels {
-        pager.next = Some(ListParams::default().limit(PAGE).labels(labels));
+        // The server filters (`labelSelector=`), as `kubectl get -l` asks it to.
+        params = params.labels(labels);
     }
+    let mut pager = Reading::new(Pager::new(api, "Workloads", params), "Workloads", kueue, conn, log);
     let mut out = Vec::new();
-    while let Some(Page { items, restarted }) = pager.next().await? {
+    while let Some(Page { items, restarted, .. }) = pager.next().await? {
         if restarted {
             out.clear();
         }
@@ -585,8 +401,8 @@ pub async fn probe(conn: &Connection, kueue: &KueueApi, namespace: Option<&str>,
     let cqs: Api<wire::WireClusterQueue> =
         Api::all_with(conn.client.clone(), &kueue.resource("ClusterQueue", "clusterqueues"));
     let wls: Api<wire::WireWorkload> = namespaced_or_all(conn, namespace, &kueue.resource("Workload", "workloads"));
-    let mut cq_pager = Pager::first_page(cqs, 1, "ClusterQueues", kueue, conn, log);
-    let mut wl_pager = Pager::first_page(wls, 1, "Workloads", kueue, conn, log);
+    let mut cq_pager = Reading::new(Pager::first_page(cqs, "ClusterQueues", 1), "ClusterQueues", kueue, conn, log);
+    let mut wl_pager = Reading::new(Pager::first_page(wls, "Workloads", 1), "Workloads", kueue, conn, log);
     futures::try_join!(cq_pager.next(), wl_pager.next())?;
     Ok(())
 }
@@ -603,14 +419,15 @@ pub async fn waiting<T>(
     log: &Log,
 ) -> Result<(T, WaitingScope, Fetched<Vec<Waiting>>), Error> {
     let api: Api<wire::WireWorkload> = namespaced_or_all(conn, namespace, &kueue.resource("Workload", "workloads"));
-    let mut pager = Pager::new(api, "Workloads", kueue, conn, log);
+    let mut params = ListParams::default();
     if let Some(labels) = labels {
         // The server filters (`labelSelector=`), as `kubectl get -l` asks it to.
-        pager.next = Some(ListParams::default().limit(PAGE).labels(labels));
+        params = params.labels(labels);
     }
+    let mut pager = Reading::new(Pager::new(api, "Workloads", params), "Workloads", kueue, conn, log);
     let ((extra, scope), mut page) = futures::try_join!(scoped, pager.next())?;
     let mut out = Vec::new();
-    while let Some(Page { items, restarted }) = page {
+    while let Some(Page { items, restarted, .. }) = page {
         if restarted {
             out.clear();
         }
@@ -704,26 +521,5 @@ mod tests {
         .err()
         .unwrap();
         assert!(matches!(e, Error::KueueMissing));
-    }
-
-    #[test]
-    fn the_continue_token_is_read_from_a_custom_resource_list_whose_metadata_comes_last() {
-        let page = r#"{"apiVersion":"kueue.x-k8s.io/v1beta2","items":[{"metadata":{"name":"a","annotations":{"continue":"no"}}},{"metadata":{"name":"b"}}],"kind":"WorkloadList","metadata":{"continue":"tok-2","resourceVersion":"9"}}"#;
-        assert_eq!(continue_token(page).as_deref(), Some("tok-2"));
-    }
-
-    #[test]
-    fn the_continue_token_is_read_from_a_built_in_list_whose_metadata_comes_first() {
-        let page = r#"{"kind":"LeaseList","apiVersion":"coordination.k8s.io/v1","metadata":{"resourceVersion":"9","continue":"tok"},"items":[]}"#;
-        assert_eq!(continue_token(page).as_deref(), Some("tok"));
-    }
-
-    #[test]
-    fn a_last_page_or_a_text_that_is_no_list_has_no_continue_token() {
-        assert_eq!(continue_token(r#"{"items":[],"metadata":{"resourceVersion":"9"}}"#), None);
-        assert_eq!(continue_token(r#"{"items":[],"metadata":{"continue":""}}"#), None);
-        assert_eq!(continue_token(r#"{"items":[]}"#), None);
-        assert_eq!(continue_token(r#"{"items":[{"#), None);
-        assert_eq!(continue_token("<html>"), None);
     }
 }

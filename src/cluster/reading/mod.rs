@@ -1,9 +1,11 @@
-//! Reading the facts once: discovery, lists and gets (paged, as kubectl pages), the wire types
-//! they decode into, access reviews, and what a failed read means ([`failure`]).
+//! Reading the facts once: discovery, lists and gets (paged, as kubectl pages, by the one
+//! [`pager`] the live modes' lists use too), the wire types they decode into, access reviews,
+//! and what a failed read means ([`failure`]).
 
 pub mod failure;
 pub mod fetch;
 pub mod holder;
+pub mod pager;
 pub mod review;
 pub mod wire;
 pub mod workload;

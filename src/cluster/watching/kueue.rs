@@ -22,6 +22,7 @@ use crate::core::lease::LeaseRef;
 use crate::core::link::LinkEvent;
 use crate::core::live_gate::{Fact, Key, ListChange};
 use crate::core::waiting::{self, WaitingScope};
+use crate::log::Log;
 
 /// What one of the merged streams said, and which one said it (its index in the link).
 #[derive(Debug, Clone, PartialEq)]
@@ -84,9 +85,9 @@ fn key<P: Clone, U: Clone>(o: &crate::cluster::reading::wire::WireObject<P, U>) 
 }
 
 /// dispatch's Lease's updates as the gate's.
-fn lease_watch(conn: &Connection, lease: &LeaseRef, stream: usize) -> BoxStream<'static, Update> {
+fn lease_watch(conn: &Connection, lease: &LeaseRef, stream: usize, log: &Log) -> BoxStream<'static, Update> {
     let lease_ref = lease.clone();
-    reflector::lease(conn, lease)
+    reflector::lease(conn, lease, log)
         .map(move |u| {
             let what = match u {
                 LeaseUpdate::Lease(Some(f)) => What::Fact(Fact::Lease(Fetched::Found(f))),
@@ -103,9 +104,9 @@ fn lease_watch(conn: &Connection, lease: &LeaseRef, stream: usize) -> BoxStream<
 /// Kueue's manager's Lease's updates as the gate's, from the stream `lease --watch` follows it
 /// by ([`kueue_lease::kueue_lease`]): that it may not be read at all is said under the chains,
 /// as the one-shot gate says it, and does not end the watch.
-fn kueue_lease_watch(conn: &Connection, lease: &LeaseRef, stream: usize) -> BoxStream<'static, Update> {
+fn kueue_lease_watch(conn: &Connection, lease: &LeaseRef, stream: usize, log: &Log) -> BoxStream<'static, Update> {
     let lease_ref = lease.clone();
-    kueue_lease::kueue_lease(conn, lease)
+    kueue_lease::kueue_lease(conn, lease, log)
         .map(move |u| {
             let what = match u {
                 KueueLeaseUpdate::Lease(f) => What::Fact(Fact::KueueLease(f)),
@@ -139,6 +140,7 @@ pub fn streams(
     all_states: bool,
     namespace: Option<&str>,
     selector: Option<&str>,
+    log: &Log,
 ) -> Vec<BoxStream<'static, Update>> {
     let client = conn.client.clone();
     let cqs: Api<wire::WireClusterQueue> =
@@ -153,8 +155,12 @@ pub fn streams(
     };
     // A first forbidden ClusterQueue or AdmissionCheck list ends the watch (the one-shot gate
     // answers unknown); Workloads and LocalQueues forbidden are only noted, as there.
-    let origin =
-        |rule: String| StreamOrigin { server: conn.server.clone(), rule, server_clock: conn.server_clock.clone() };
+    let origin = |rule: String| StreamOrigin {
+        server: conn.server.clone(),
+        rule,
+        server_clock: conn.server_clock.clone(),
+        log: log.clone(),
+    };
     vec![
         kueue_watch(
             cqs,
@@ -199,7 +205,7 @@ pub fn streams(
             |o| (key(o), wire::local_queue(o)),
             Fact::LocalQueue,
         ),
-        lease_watch(conn, &settings.lease, 4),
-        kueue_lease_watch(conn, &settings.kueue_lease, 5),
+        lease_watch(conn, &settings.lease, 4, log),
+        kueue_lease_watch(conn, &settings.kueue_lease, 5, log),
     ]
 }

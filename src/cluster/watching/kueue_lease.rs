@@ -11,6 +11,7 @@ use crate::cluster::connecting::connect::Connection;
 use crate::core::fetched::{Denied, Fetched};
 use crate::core::lease::{LeaseFacts, LeaseRef};
 use crate::core::link::{LinkEvent, Refusal};
+use crate::log::Log;
 
 /// What a watch of Kueue's manager's Lease saw.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,8 +31,12 @@ pub enum KueueLeaseUpdate {
 /// `kueue-system/c1f6bfd2.kueue.x-k8s.io`), polled with get when only get is allowed. It asks
 /// at once: a live mode calls it once the reads that decide were answered, so that a rejected
 /// credential is said once, by those, rather than raced by this stream.
-pub fn kueue_lease(conn: &Connection, lease: &LeaseRef) -> impl Stream<Item = KueueLeaseUpdate> + Send + 'static {
-    reflector::lease(conn, lease).map(from_lease)
+pub fn kueue_lease(
+    conn: &Connection,
+    lease: &LeaseRef,
+    log: &Log,
+) -> impl Stream<Item = KueueLeaseUpdate> + Send + 'static {
+    reflector::lease(conn, lease, log).map(from_lease)
 }
 
 /// One update of the Lease's stream as Kueue's.

@@ -1,4 +1,5 @@
-//! Watches, as streams of plain signals. Each stream lists, then watches from the list's
+//! Watches, as streams of plain signals. Each stream lists (through the one-shot reads' pager,
+//! with its bounds: a list that does not end ends the stream), then watches from the list's
 //! resourceVersion with bookmarks, renews the watch when the server ends it, relists after a
 //! 410, and retries every failure with a capped backoff. Unlike kube's watcher, it also says
 //! what the connection did ([`LinkEvent`]): answered (the moment a list or watch is accepted,
@@ -19,14 +20,14 @@ use kube::core::Status;
 
 use crate::cluster::connecting::connect::Connection;
 use crate::cluster::connecting::server_clock::ServerClock;
+use crate::cluster::reading::pager::{Failed, Pager};
 use crate::cluster::reading::wire::{self, WireLease};
 use crate::core::lease::{LeaseFacts, LeaseRef};
 use crate::core::link::{LinkEvent, OnStatus, Refusal, on_status};
+use crate::log::Log;
 
 /// The server ends each watch after this many seconds; it is renewed at once, silently.
 const WATCH_SECONDS: u32 = 290;
-/// Pages of a watch's list.
-const PAGE: u32 = 500;
 /// A watch that lasted this long, or brought an event, was an answer: the backoff starts
 /// again from its first step. One that ended sooner with nothing is retried with the backoff.
 const WATCH_LIVED: Duration = Duration::from_secs(1);
@@ -120,12 +121,14 @@ pub enum WhenForbidden<K> {
 }
 
 /// Where a followed stream comes from, for the refusals that end it: the server's URL and the RBAC rule
-/// that would allow the stream; and the connection's record of the server's clock.
+/// that would allow the stream; the connection's record of the server's clock; and the log
+/// (`-v 6`'s list requests, and the objects a list leaves out, said as the one-shot says them).
 #[derive(Debug, Clone, Default)]
 pub struct StreamOrigin {
     pub server: String,
     pub rule: String,
     pub server_clock: ServerClock,
+    pub log: Log,
 }
 
 /// Follows `api` (optionally narrowed by a field selector, and by a label selector: `-l`, the
@@ -428,41 +431,47 @@ where
         Ok(())
     }
 
-    /// Lists every page; a page whose continue token expired starts the list again, once.
+    /// Lists every page through the one-shot reads' pager ([`Pager`]): the next page asked
+    /// for while this one is decoded, a continue token that expired starting the list again
+    /// once, and a list that does not end refused as the one-shot read refuses it. The
+    /// resourceVersion to watch from is the last page's.
     async fn list(&self) -> Result<Listed, Gone> {
-        let mut restarted = false;
-        'again: loop {
-            let mut params = ListParams::default().limit(PAGE);
-            params.field_selector = self.fields.clone();
-            params.label_selector = self.labels.clone();
-            let mut first = true;
-            loop {
-                match self.api.list(&params).await {
-                    Ok(page) => {
-                        self.succeeded()?;
-                        if first {
-                            self.link(LinkEvent::Up)?;
-                            self.send(Signal::Seen(Seen::List))?;
-                            first = false;
-                        }
-                        let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
-                        let version = page.metadata.resource_version.clone().unwrap_or_default();
-                        self.send(Signal::Seen(Seen::Page(page.items)))?;
-                        match next {
-                            Some(token) => params = params.continue_token(&token),
-                            None => {
-                                self.send(Signal::Seen(Seen::ListDone))?;
-                                return Ok(Listed::Done(version));
-                            }
-                        }
-                    }
-                    Err(e) if code(&e) == Some(410) && params.continue_token.is_some() && !restarted => {
-                        restarted = true;
-                        continue 'again;
-                    }
-                    Err(e) => return Ok(Listed::Failed(e)),
+        let params = ListParams {
+            field_selector: self.fields.clone(),
+            label_selector: self.labels.clone(),
+            ..Default::default()
+        };
+        let what = objects(self.api.resource_url());
+        let mut pager = Pager::new(self.api.clone(), &what, params);
+        let mut first = true;
+        let mut version = String::new();
+        loop {
+            let page = match pager.next(&self.origin.log).await {
+                Ok(Some(page)) => page,
+                Ok(None) => {
+                    self.send(Signal::Seen(Seen::ListDone))?;
+                    return Ok(Listed::Done(version));
                 }
+                Err(Failed::Request(e)) => return Ok(Listed::Failed(e)),
+                Err(Failed::Bound(message)) => {
+                    self.link(LinkEvent::Refused(Refusal::Bound { message }))?;
+                    return Err(Gone);
+                }
+            };
+            self.succeeded()?;
+            if first {
+                self.link(LinkEvent::Up)?;
             }
+            if first || page.restarted {
+                // A list starts, or starts over: what follows replaces everything.
+                self.send(Signal::Seen(Seen::List))?;
+                first = false;
+            }
+            for line in &page.unreadable {
+                self.origin.log.stderr().ours(&format!("Warning: {}", crate::text::sanitize::escape(line)));
+            }
+            version = page.resource_version.unwrap_or_default();
+            self.send(Signal::Seen(Seen::Page(page.items)))?;
         }
     }
 
@@ -530,7 +539,7 @@ fn lease_cadence(l: Option<&WireLease>) -> Duration {
 
 /// Follows one Lease by name: a list and watch with `fieldSelector=metadata.name=...` (which
 /// a Role naming the Lease by `resourceNames` allows), or, when only get is allowed, polling.
-pub fn lease(conn: &Connection, lease: &LeaseRef) -> impl Stream<Item = LeaseUpdate> + Send + 'static {
+pub fn lease(conn: &Connection, lease: &LeaseRef, log: &Log) -> impl Stream<Item = LeaseUpdate> + Send + 'static {
     let api: Api<WireLease> = Api::namespaced_with(conn.client.clone(), &lease.namespace, &wire::lease_resource());
     let fields = format!("metadata.name={}", lease.name);
     let watch_rule =
@@ -542,6 +551,7 @@ pub fn lease(conn: &Connection, lease: &LeaseRef) -> impl Stream<Item = LeaseUpd
         server: conn.server.clone(),
         rule: forbidden_rule.clone(),
         server_clock: conn.server_clock.clone(),
+        log: log.clone(),
     };
     let mut pending: Option<WireLease> = None;
     follow(api, Some(fields), None, poll, origin).filter_map(move |signal| {
@@ -577,21 +587,27 @@ pub fn refused(r: Refusal) -> crate::error::Error {
         Refusal::Unauthorized { server } => Error::Unauthorized { server },
         Refusal::Forbidden { message, rule } => Error::Forbidden { message: escape(&message), rule },
         Refusal::NotServed { resource } if resource.starts_with("/apis/kueue.x-k8s.io/") => {
-            // Named as the one-shot reads name them.
-            let kind = match resource.rsplit('/').next().unwrap_or_default() {
-                "clusterqueues" => "ClusterQueues",
-                "admissionchecks" => "AdmissionChecks",
-                "workloads" => "Workloads",
-                "localqueues" => "LocalQueues",
-                other => other,
-            };
-            Error::KueueResourceMissing { resource: kind.into(), group_version: resource }
+            Error::KueueResourceMissing { resource: objects(&resource), group_version: resource }
         }
         Refusal::Exec { message } => Error::ExecLater { message },
+        Refusal::Bound { message } => Error::Bound(message),
         Refusal::NotServed { resource } => {
             Error::Api { action: format!("serve {resource}"), message: "not found (404)".into() }
         }
     }
+}
+
+/// The objects at `resource` (a list's path), named as the one-shot reads name them.
+fn objects(resource: &str) -> String {
+    match resource.rsplit('/').next().unwrap_or_default() {
+        "clusterqueues" => "ClusterQueues",
+        "admissionchecks" => "AdmissionChecks",
+        "workloads" => "Workloads",
+        "localqueues" => "LocalQueues",
+        "leases" => "Leases",
+        other => other,
+    }
+    .to_string()
 }
 
 /// The exec credential plugin's failure behind a failed request, if that is what failed: the
@@ -746,6 +762,18 @@ mod tests {
         assert_eq!(refused.to_string(), found.to_string());
         let other = kube::Error::Service("connection reset".into());
         assert!(exec_failure(&other).is_none());
+    }
+
+    #[test]
+    fn a_list_that_does_not_end_ends_the_live_mode_with_the_one_shot_reads_error() {
+        let message = "the API server's Leases list at /apis/coordination.k8s.io/v1/namespaces/dispatch-system/leases \
+                       does not end: page 2 gave the same continue token as an earlier page";
+        let e = refused(Refusal::Bound { message: message.into() });
+        assert_eq!((e.to_string(), e.exit()), (message.to_string(), crate::exit::Exit::Failed));
+        // Each list is named as the one-shot reads name it.
+        assert_eq!(objects("/apis/coordination.k8s.io/v1/namespaces/dispatch-system/leases"), "Leases");
+        assert_eq!(objects("/apis/kueue.x-k8s.io/v1beta2/namespaces/ml/workloads"), "Workloads");
+        assert_eq!(objects("/apis/kueue.x-k8s.io/v1beta2/clusterqueues"), "ClusterQueues");
     }
 
     #[test]
