@@ -123,6 +123,30 @@ fn a_list_that_repeats_its_continue_token_or_never_ends_is_an_error() {
     ours.expect_one_error("did not end within 10000 pages, the bound on one list");
 }
 
+/// The live modes list through the one-shot reads' pager: a list that does not end ends the
+/// command with the one-shot's error, where the live list used to ask for page after page for
+/// ever. `gate --watch` reads each Kueue list's first page once before its watches start
+/// (`continue-later` lets those end), then its watches' lists meet the bound; `lease --watch`'s
+/// only lists are its watches' (the Lease by name, and Kueue's manager's).
+#[test]
+fn the_live_modes_lists_have_the_one_shot_reads_page_bounds() {
+    let later = Hostile::start("continue-later");
+    let ours = measured(&["dispatch", "-s", &later.url(), "gate", "--watch", "--timeout", "90s"], &[]).run;
+    ours.expect_one_error("list at /apis/kueue.x-k8s.io/v1beta2/")
+        .expect_one_error("does not end: page 2 gave the same continue token as an earlier page");
+    // On a server of its own, the one-shot gate's reads (each list's first) all end.
+    let once = measured(&["dispatch", "-s", &Hostile::start("continue-later").url(), "gate"], &[]).run;
+    assert!(!once.stderr.contains("does not end"), "{}", once.stderr);
+    let same = Hostile::start("continue-same");
+    let ours = measured(&["dispatch", "-s", &same.url(), "lease", "--watch", "--timeout", "90s"], &[]).run;
+    ours.expect_one_error("the API server's Leases list at /apis/coordination.k8s.io/v1/namespaces/")
+        .expect_one_error("does not end: page 2 gave the same continue token as an earlier page");
+    let new = Hostile::start("continue-new");
+    let ours = measured(&["dispatch", "-s", &new.url(), "lease", "--watch", "--timeout", "150s"], &[]).run;
+    ours.expect_one_error("the API server's Leases list at /apis/coordination.k8s.io/v1/namespaces/")
+        .expect_one_error("did not end within 10000 pages, the bound on one list");
+}
+
 #[test]
 fn a_password_in_the_server_url_is_redacted_everywhere() {
     let url = "https://admin:S3CRET@127.0.0.1:1";

@@ -44,6 +44,11 @@ const usage = `usage:
         continue-same  Kueue's API group in discovery (v1beta2); every list (a request with
                        limit=) an empty page whose continue token is always "again"; else 404
         continue-new   the same, with a new continue token on every page, for ever
+        continue-later Kueue's API group in discovery (v1beta2); a path's first list (no
+                       continue token) a last, empty page; every later list of that path
+                       as continue-same answers it; a watch (watch=true) 200 and held open
+                       with no event: the live modes' lists (after the one-shot reads'
+                       first page of each) do not end; else 404
         odd-times      a small Kueue API (discovery, Lease GET, ClusterQueue, AdmissionCheck,
                        LocalQueue and Workload lists: a gate that says yes) whose objects'
                        metadata times are odd (creationTimestamp 9999-12-31T23:59:59Z, a
@@ -293,8 +298,9 @@ var answers = map[string]func(http.ResponseWriter, *http.Request){
 		w.Header().Set("Location", "https://admin:S3CRET@127.0.0.1:1/elsewhere")
 		w.WriteHeader(http.StatusFound)
 	},
-	"continue-same": func(w http.ResponseWriter, r *http.Request) { endlessList(w, r, false) },
-	"continue-new":  func(w http.ResponseWriter, r *http.Request) { endlessList(w, r, true) },
+	"continue-same":  func(w http.ResponseWriter, r *http.Request) { endlessList(w, r, false) },
+	"continue-new":   func(w http.ResponseWriter, r *http.Request) { endlessList(w, r, true) },
+	"continue-later": continueLater,
 	"drip": func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)
@@ -382,6 +388,42 @@ var watchAnswers = map[string]func(http.ResponseWriter, *http.Request){
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)
 	},
+}
+
+var listed struct {
+	sync.Mutex
+	paths map[string]bool
+}
+
+// continueLater answers a path's first list with a last, empty page and every later list of
+// it as continue-same does; a watch is accepted and held open, with no event, until the
+// client goes.
+func continueLater(w http.ResponseWriter, r *http.Request) {
+	if isWatch(r) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		if fl, ok := w.(http.Flusher); ok {
+			fl.Flush()
+		}
+		<-r.Context().Done()
+		return
+	}
+	q := r.URL.Query()
+	if q.Get("limit") != "" && q.Get("continue") == "" {
+		listed.Lock()
+		first := !listed.paths[r.URL.Path]
+		if listed.paths == nil {
+			listed.paths = map[string]bool{}
+		}
+		listed.paths[r.URL.Path] = true
+		listed.Unlock()
+		if first {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"kind":"List","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[]}`)
+			return
+		}
+	}
+	endlessList(w, r, false)
 }
 
 func isWatch(r *http.Request) bool {
