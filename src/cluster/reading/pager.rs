@@ -1,4 +1,4 @@
-//! The one pager of every list the plugin reads: the one-shot reads ([`super::fetch`]) and the
+//! The one pager of every list the plugin reads: the one-shot reads (`fetch.rs`) and the
 //! live modes' list before each watch (`cluster::watching::reflector`) alike. Pages of 500, as
 //! kubectl asks. The next page is asked for before this one is decoded: the moment a page's
 //! text is in, its continue token is read off it (a cheap scan that skips the items), the next
