@@ -77,6 +77,15 @@ fn no_headers_prints_only_table_rows_like_kubectl() {
     let full = c.dispatch(&s.args("gate", &["-n", &s.ns]));
     full.expect_line("ReadmissionGate: yes (the adapter writes)");
 
+    // `workload NAME`: one table on stdout too, its admission checks (here dispatch's, the one
+    // check); the conditions and the gate's chain go to stderr.
+    let one = c.dispatch(&s.args("workload", &["job-a", "-n", &s.ns, "--no-headers"]));
+    let rows: Vec<Vec<&str>> = one.lines().iter().map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows.len(), 1, "one check row and nothing else:\n{}", one.stdout);
+    assert_eq!(rows[0][0], s.check, "{}", one.stdout);
+    assert!(one.stderr.lines().any(|l| l == "ReadmissionGate: yes (the adapter writes)"), "{}", one.stderr);
+    assert!(one.stderr.lines().any(|l| l.split_whitespace().next() == Some("4")), "the chain's rows: {}", one.stderr);
+
     // The Lease: one row each, with nothing else on stdout.
     let theirs = c.kubectl_ok(&["get", "lease", "-n", &s.lease_ns, &s.lease_name, "--no-headers"], None);
     let ours = c.dispatch(&s.args("lease", &["--no-headers"]));

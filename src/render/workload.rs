@@ -23,8 +23,9 @@ pub const CHECK_WIDE_HEADERS: &[&str] =
     &["check", "controller", "state", "since", "retries", "requeue after", "message"];
 const MESSAGE_WIDTH: usize = 60;
 
-/// Renders to `out`; with `--no-headers` only table rows go there, and every other line (the
-/// titles, the queue path, the chain's notes and verdict, the closing sentence) goes to `err`.
+/// Renders to `out`; with `--no-headers` only one table's rows go there, the Workload's
+/// admission checks, and every other line (the titles, the queue path, the conditions, the
+/// gate's chain, the closing sentence) goes to `err`.
 pub fn render<'a>(
     run: &WorkloadRun,
     output: Output,
@@ -62,7 +63,9 @@ fn text(run: &WorkloadRun, output: Output, style: Style, lines: &mut Lines<'_>) 
     if !conditions.is_empty() {
         writeln!(lines.note())?;
         let rows: Vec<Vec<String>> = conditions.iter().map(|(t, c)| condition_row(t, c, run, wide)).collect();
-        table::write(lines.out, CONDITION_HEADERS, &rows, output.no_headers)?;
+        // With --no-headers stdout keeps one table, the admission checks; the conditions go
+        // with the notes.
+        table::write(lines.note(), CONDITION_HEADERS, &rows, output.no_headers)?;
     }
 
     if e.checks.is_empty() {
@@ -90,7 +93,7 @@ fn text(run: &WorkloadRun, output: Output, style: Style, lines: &mut Lines<'_>) 
                 check.detail = crate::report::with_holder_pod(check, assessed);
             }
         }
-        super::gate::chain_lines(&shown, &lease, output, style, super::gate::ChainRows::Table, lines)?;
+        super::gate::chain_lines(&shown, &lease, output, style, super::gate::ChainRows::WithNotes, lines)?;
     }
 
     match &e.position {
