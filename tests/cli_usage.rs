@@ -211,3 +211,15 @@ fn help_points_at_options_as_kubectl_does() {
         assert!(run.stderr.contains("cannot reach the API server"), "{words:?}: {}", run.stderr);
     }
 }
+
+/// `-h` and `--help` print the same page for every verb (`lease`'s differed: its `--until`
+/// values carried descriptions, which clap shows only in the long help; completion keeps them).
+#[test]
+fn short_and_long_help_are_the_same_page() {
+    for verb in ["gate", "lease", "workload", "workloads", "doctor", "options"] {
+        let short = dispatch(&[verb, "-h"]);
+        let long = dispatch(&[verb, "--help"]);
+        short.expect_code(0);
+        assert_eq!(short.stdout, long.stdout, "{verb} -h and {verb} --help differ");
+    }
+}

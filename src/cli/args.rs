@@ -537,8 +537,9 @@ pub struct LeaseArgs {
     #[arg(long, requires = "watch")]
     pub changes_only: bool,
 
-    /// With --watch, exit 0 as soon as this happens
-    #[arg(long, value_enum, requires = "watch", value_name = "CONDITION")]
+    /// With --watch, exit 0 as soon as this happens: fresh (a live heartbeat), stale (not one:
+    /// stale, no holder, never renewed, or missing), holder-change (another holder takes it)
+    #[arg(long, value_enum, requires = "watch", value_name = "CONDITION", hide_possible_values = true)]
     pub until: Option<Until>,
 
     /// Give up watching after this long (e.g. 2m); default: never
