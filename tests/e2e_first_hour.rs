@@ -115,11 +115,19 @@ fn one_shot_lease_forbidden_says_what_the_watch_says() {
     let c = Cluster::shared();
     let run = c.dispatch(&["--context", "nobody", "lease"]);
     run.expect_code(4);
+    // The first line is the watch's and kubectl's: the server's words.
+    let words = "leases.coordination.k8s.io \"dispatch-admission\" is forbidden: User \"nobody\" cannot get resource \"leases\" in API group \"coordination.k8s.io\" in the namespace \"dispatch-system\"";
     assert!(
-        run.stderr.contains("error: Lease dispatch-system/dispatch-admission may not be read (forbidden)\nmissing RBAC: get leases.coordination.k8s.io \"dispatch-admission\" in namespace dispatch-system"),
+        run.stderr.contains(&format!("error: {words}\nmissing RBAC: get leases.coordination.k8s.io \"dispatch-admission\" in namespace dispatch-system")),
         "{}",
         run.stderr
     );
+    let kubectl =
+        c.kubectl(&["--context", "nobody", "get", "lease", "-n", "dispatch-system", "dispatch-admission"], None);
+    assert!(String::from_utf8_lossy(&kubectl.stderr).contains(words), "kubectl says the same: {kubectl:?}");
+    let watch = c.dispatch(&["--context", "nobody", "lease", "--watch", "--timeout", "5s"]);
+    watch.expect_code(4);
+    assert!(watch.stderr.starts_with(&format!("error: {words}\n")), "{}", watch.stderr);
 }
 
 #[test]

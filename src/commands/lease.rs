@@ -13,7 +13,7 @@ use crate::text::sanitize::escape;
 use super::Deps;
 
 pub async fn run(conn: &Connection, lease_ref: &LeaseRef, output: Output, deps: &mut Deps<'_>) -> Result<Exit, Error> {
-    let fetched = fetch::lease(conn, lease_ref, deps.log).await?;
+    let (fetched, refusal) = fetch::lease_and_refusal(conn, lease_ref, deps.log).await?;
     let now = deps.clock.now();
     // Only wide, JSON and YAML show the holder's pod: the table costs no extra round trip.
     let holder = match output.format {
@@ -37,9 +37,10 @@ pub async fn run(conn: &Connection, lease_ref: &LeaseRef, output: Output, deps: 
         Some(printer) => printer.print(&run.document(), deps.out)?,
         None => crate::render::lease::render(&run, output, deps.style, deps.out).map_err(crate::error::Error::from)?,
     }
-    // Forbidden or missing: said on stderr as the live mode says it, beside the row.
+    // Forbidden or missing: said on stderr as the live mode says it (the server's words, as
+    // kubectl prints them), beside the row.
     if let LeaseState::Forbidden { rule } = &run.assessment.state {
-        let text = format!("Lease {lease_ref} may not be read (forbidden)");
+        let text = refusal.unwrap_or_else(|| format!("Lease {lease_ref} may not be read (forbidden)"));
         let _ = writeln!(deps.err, "error: {}\nmissing RBAC: {}", escape(&text), escape(rule));
     } else if run.assessment.state == LeaseState::Missing {
         let hint = super::hints::missing_lease(conn, lease_ref).await;

@@ -200,18 +200,45 @@ where
 
 /// GETs the Lease.
 pub async fn lease(conn: &Connection, lease: &LeaseRef, log: &Log) -> Result<Fetched<LeaseFacts>, Error> {
+    lease_and_refusal(conn, lease, log).await.map(|(fetched, _)| fetched)
+}
+
+/// GETs the Lease; with a 403, also the server's words for it (`leases.coordination.k8s.io
+/// "..." is forbidden: User "..." cannot get ...`), which `lease` prints as `lease --watch`
+/// and kubectl print them.
+pub async fn lease_and_refusal(
+    conn: &Connection,
+    lease: &LeaseRef,
+    log: &Log,
+) -> Result<(Fetched<LeaseFacts>, Option<String>), Error> {
     let api: Api<wire::WireLease> =
         Api::namespaced_with(conn.client.clone(), &lease.namespace, &wire::lease_resource());
     match get_logged(&api, &lease.name, log).await {
-        Ok(l) => Ok(Fetched::Found(LeaseFacts::from(&l))),
-        Err(e) => match classify(e, conn, &format!("Lease {lease}")) {
-            Failure::NotFound => Ok(Fetched::Missing),
-            Failure::Forbidden => Ok(Fetched::Forbidden(Denied {
-                rule: format!("get leases.coordination.k8s.io {:?} in namespace {}", lease.name, lease.namespace),
-            })),
-            Failure::Conversion(cause) => Err(Error::Api { action: format!("return Lease {lease}"), message: cause }),
-            Failure::Stop(e) => Err(e),
-        },
+        Ok(l) => Ok((Fetched::Found(LeaseFacts::from(&l)), None)),
+        Err(e) => {
+            let said = match &e {
+                kube::Error::Api(status) if status.code == 403 && !status.message.is_empty() => {
+                    Some(status.message.clone())
+                }
+                _ => None,
+            };
+            match classify(e, conn, &format!("Lease {lease}")) {
+                Failure::NotFound => Ok((Fetched::Missing, None)),
+                Failure::Forbidden => Ok((
+                    Fetched::Forbidden(Denied {
+                        rule: format!(
+                            "get leases.coordination.k8s.io {:?} in namespace {}",
+                            lease.name, lease.namespace
+                        ),
+                    }),
+                    said,
+                )),
+                Failure::Conversion(cause) => {
+                    Err(Error::Api { action: format!("return Lease {lease}"), message: cause })
+                }
+                Failure::Stop(e) => Err(e),
+            }
+        }
     }
 }
 
