@@ -69,7 +69,7 @@ fuzz_target!(|data: &[u8]| {
     }
     let _ = kubeconfig::context_names(&args);
     let Ok(Some(mut chosen)) = kubeconfig::choose(&args) else { return };
-    let uses_exec = kubeconfig::uses_exec(&chosen.user);
+    let uses_exec = kubeconfig::own_credential(&chosen.user) == kubeconfig::OwnCredential::ExecPlugin;
     if let Some(config) = chosen.user.exec.take().filter(|_| uses_exec) {
         let plugin = ExecPlugin {
             cluster: config.provide_cluster_info.then(|| ExecAuthCluster::try_from(&chosen.cluster).ok()).flatten(),
