@@ -62,7 +62,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::core::kueue::{AdmissionCheck, CheckRule, ClusterQueue, Condition};
+    use crate::core::kueue::Condition;
     use crate::core::workload::{CheckDetail, Stage};
 
     fn now() -> Timestamp {
@@ -87,14 +87,9 @@ mod tests {
         }
     }
 
+    /// The Workloads listed beside live_gate's sample gate (ClusterQueue team-a behind
+    /// dispatch's Active check), its Lease renewed `renewed_ago` seconds before [`now`].
     fn facts(renewed_ago: i64, workloads: Vec<WorkloadFacts>) -> ListFacts {
-        let lease = LeaseFacts {
-            holder: Some("ctl-0_1".into()),
-            renew_time: Some(now() - k8s_openapi::jiff::SignedDuration::from_secs(renewed_ago)),
-            acquire_time: None,
-            duration_seconds: Some(15),
-            transitions: Some(0),
-        };
         ListFacts {
             workloads,
             local_queues: Fetched::Found(vec![LocalQueue {
@@ -102,20 +97,7 @@ mod tests {
                 name: "q".into(),
                 cluster_queue: "team-a".into(),
             }]),
-            gate: GateFacts {
-                cluster_queues: Fetched::Found(vec![ClusterQueue {
-                    name: "team-a".into(),
-                    admission_checks: vec![CheckRule { name: "dispatch".into(), on_flavors: vec![] }],
-                    active: None,
-                }]),
-                admission_checks: Fetched::Found(vec![AdmissionCheck {
-                    name: "dispatch".into(),
-                    controller_name: Some("dispatch-admission".into()),
-                    active: Some(cond("Active")),
-                }]),
-                lease: Fetched::Found(lease),
-                holder: None,
-            },
+            gate: crate::core::live_gate::sample::facts(-renewed_ago),
             kueue_lease: None,
         }
     }
