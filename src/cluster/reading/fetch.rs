@@ -275,13 +275,7 @@ where
     /// The next page; `None` once the list is done, or forbidden (see [`Reading::end`]).
     async fn next(&mut self) -> Result<Option<Page<K>>, Error> {
         match self.pager.next(self.log).await {
-            Ok(Some(page)) => {
-                for line in &page.unreadable {
-                    self.log.stderr().ours(&format!("Warning: {}", crate::text::sanitize::escape(line)));
-                }
-                Ok(Some(page))
-            }
-            Ok(None) => Ok(None),
+            Ok(page) => Ok(page),
             Err(Failed::Bound(message)) => Err(Error::Bound(message)),
             Err(Failed::Request(e)) => self.failed(e),
         }

@@ -25,10 +25,9 @@ pub const PAGE: u32 = 500;
 
 /// One page of a list.
 pub struct Page<K> {
+    /// The objects that read. One that could not be read is left out, and said once on stderr
+    /// (`Warning: cannot read KIND NS/NAME, left out: ...`) by [`Pager::next`].
     pub items: Vec<K>,
-    /// A line for each object that could not be read (its kind, namespace and name, and why):
-    /// left out of the page, said by the caller.
-    pub unreadable: Vec<String>,
     /// The list started over from its first page (the continue token expired): whatever the
     /// earlier pages gave is to be dropped.
     pub restarted: bool,
@@ -213,7 +212,10 @@ where
                 .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
             return match decoded {
                 Ok((items, unreadable)) => {
-                    Ok(Some(Page { items, unreadable, restarted, resource_version: head.resource_version }))
+                    for line in &unreadable {
+                        log.stderr().ours(&format!("Warning: {}", crate::text::sanitize::escape(line)));
+                    }
+                    Ok(Some(Page { items, restarted, resource_version: head.resource_version }))
                 }
                 Err(e) => {
                     self.asked = None;

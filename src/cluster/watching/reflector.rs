@@ -467,9 +467,6 @@ where
                 self.send(Signal::Seen(Seen::List))?;
                 first = false;
             }
-            for line in &page.unreadable {
-                self.origin.log.stderr().ours(&format!("Warning: {}", crate::text::sanitize::escape(line)));
-            }
             version = page.resource_version.unwrap_or_default();
             self.send(Signal::Seen(Seen::Page(page.items)))?;
         }
