@@ -20,7 +20,9 @@ pub trait Endpoint {
 #[derive(Debug)]
 pub enum Failure {
     NotFound,
-    Forbidden,
+    /// A 403, with the first line of the server's words for it (`leases.coordination.k8s.io
+    /// "..." is forbidden: User "..." cannot get ...`), as kubectl prints them.
+    Forbidden(String),
     /// The apiserver could not convert the stored objects to the version asked for: the CRD's
     /// conversion webhook (Kueue's) did not answer. The apiserver's message.
     Conversion(String),
@@ -33,7 +35,7 @@ pub fn classify(e: kube::Error, conn: &dyn Endpoint, what: &str) -> Failure {
     match e {
         kube::Error::Api(status) => match status.code {
             404 => Failure::NotFound,
-            403 => Failure::Forbidden,
+            403 => Failure::Forbidden(first_line(&status.message)),
             401 => Failure::Stop(Error::Unauthorized { server: server.into() }),
             _ if is_conversion_failure(&status.message) => Failure::Conversion(first_line(&status.message)),
             code => Failure::Stop(Error::Api {

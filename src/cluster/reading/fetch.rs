@@ -179,7 +179,7 @@ fn stop_failure(failure: Failure, what: &str) -> Error {
     match failure {
         Failure::Stop(e) => e,
         Failure::NotFound => Error::Api { action: format!("return {what}"), message: "not found (404)".into() },
-        Failure::Forbidden => Error::Api { action: format!("return {what}"), message: "forbidden (403)".into() },
+        Failure::Forbidden(_) => Error::Api { action: format!("return {what}"), message: "forbidden (403)".into() },
         Failure::Conversion(cause) => Error::Api { action: format!("return {what}"), message: cause },
     }
 }
@@ -215,30 +215,17 @@ pub async fn lease_and_refusal(
         Api::namespaced_with(conn.client.clone(), &lease.namespace, &wire::lease_resource());
     match get_logged(&api, &lease.name, log).await {
         Ok(l) => Ok((Fetched::Found(LeaseFacts::from(&l)), None)),
-        Err(e) => {
-            let said = match &e {
-                kube::Error::Api(status) if status.code == 403 && !status.message.is_empty() => {
-                    Some(status.message.clone())
-                }
-                _ => None,
-            };
-            match classify(e, conn, &format!("Lease {lease}")) {
-                Failure::NotFound => Ok((Fetched::Missing, None)),
-                Failure::Forbidden => Ok((
-                    Fetched::Forbidden(Denied {
-                        rule: format!(
-                            "get leases.coordination.k8s.io {:?} in namespace {}",
-                            lease.name, lease.namespace
-                        ),
-                    }),
-                    said,
-                )),
-                Failure::Conversion(cause) => {
-                    Err(Error::Api { action: format!("return Lease {lease}"), message: cause })
-                }
-                Failure::Stop(e) => Err(e),
-            }
-        }
+        Err(e) => match classify(e, conn, &format!("Lease {lease}")) {
+            Failure::NotFound => Ok((Fetched::Missing, None)),
+            Failure::Forbidden(said) => Ok((
+                Fetched::Forbidden(Denied {
+                    rule: format!("get leases.coordination.k8s.io {:?} in namespace {}", lease.name, lease.namespace),
+                }),
+                Some(said).filter(|s| !s.is_empty()),
+            )),
+            Failure::Conversion(cause) => Err(Error::Api { action: format!("return Lease {lease}"), message: cause }),
+            Failure::Stop(e) => Err(e),
+        },
     }
 }
 
@@ -284,7 +271,7 @@ where
     /// A page that could not be read: forbidden ends the list as data, the rest stop the run.
     fn failed(&mut self, e: kube::Error) -> Result<Option<Page<K>>, Error> {
         match classify(e, self.conn, self.what) {
-            Failure::Forbidden => {
+            Failure::Forbidden(_) => {
                 self.forbidden = true;
                 Ok(None)
             }

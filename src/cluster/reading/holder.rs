@@ -66,7 +66,7 @@ where
         Ok(k) => Ok(Fetched::Found(k)),
         Err(e) => match classify(e, conn, what) {
             Failure::NotFound => Ok(Fetched::Missing),
-            Failure::Forbidden => Ok(Fetched::Forbidden(Denied { rule })),
+            Failure::Forbidden(_) => Ok(Fetched::Forbidden(Denied { rule })),
             Failure::Conversion(cause) => Err(Error::Api { action: format!("return {what}"), message: cause }),
             Failure::Stop(e) => Err(e),
         },

@@ -38,7 +38,7 @@ pub async fn identity(conn: &Connection, log: &Log) -> Result<Option<Identity>, 
             Ok(Some(Identity { username: user.username.unwrap_or_default(), groups: user.groups.unwrap_or_default() }))
         }
         Err(e) => match classify(e, conn, "a SelfSubjectReview") {
-            Failure::NotFound | Failure::Forbidden => Ok(None),
+            Failure::NotFound | Failure::Forbidden(_) => Ok(None),
             Failure::Conversion(cause) => Err(Error::Api { action: "review who we are".into(), message: cause }),
             Failure::Stop(e) => Err(e),
         },
@@ -90,7 +90,7 @@ pub async fn access(conn: &Connection, access: &Access, log: &Log) -> Result<Ans
             }
         }
         Err(e) => match classify(e, conn, "a SelfSubjectAccessReview") {
-            Failure::Forbidden => {
+            Failure::Forbidden(_) => {
                 Ok(Answer::Unanswered("may not create selfsubjectaccessreviews.authorization.k8s.io".into()))
             }
             Failure::NotFound => Ok(Answer::Unanswered("SelfSubjectAccessReview is not served".into())),
@@ -107,7 +107,7 @@ pub async fn namespace(conn: &Connection, name: &str, log: &Log) -> Result<Fetch
         Ok(_) => Ok(Fetched::Found(())),
         Err(e) => match classify(e, conn, &format!("namespace {name}")) {
             Failure::NotFound => Ok(Fetched::Missing),
-            Failure::Forbidden => Ok(Fetched::Forbidden(Denied { rule: format!("get namespaces {name:?}") })),
+            Failure::Forbidden(_) => Ok(Fetched::Forbidden(Denied { rule: format!("get namespaces {name:?}") })),
             Failure::Conversion(cause) => {
                 Err(Error::Api { action: format!("return namespace {name}"), message: cause })
             }

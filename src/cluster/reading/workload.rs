@@ -48,7 +48,7 @@ pub async fn workload(
                 versions: format!("kueue.x-k8s.io/{}", kueue.version),
                 cause,
             },
-            Failure::Forbidden => {
+            Failure::Forbidden(_) => {
                 Error::WorkloadForbidden { message: format!("may not get Workload {namespace}/{name}") }
             }
             Failure::Stop(e) => e,
@@ -70,7 +70,7 @@ pub async fn local_queue(
         Ok(lq) => Ok(Fetched::Found(wire::local_queue(&lq))),
         Err(e) => match classify(e, conn, &format!("LocalQueue {namespace}/{name}")) {
             Failure::NotFound => Ok(Fetched::Missing),
-            Failure::Forbidden => Ok(Fetched::Forbidden(Denied {
+            Failure::Forbidden(_) => Ok(Fetched::Forbidden(Denied {
                 rule: format!("get localqueues.kueue.x-k8s.io {name:?} in namespace {namespace}"),
             })),
             Failure::Conversion(cause) => Err(Error::KueueWebhook {
