@@ -5,7 +5,7 @@ package main
 //
 //   - built once per version from its own Go module, tests/cluster/kueue/VERSION (so Kueue's
 //     dependencies never move a version the kube-apiserver build uses), into the cache as
-//     kueue-manager-VERSION;
+//     kueue-manager-VERSION-noopt (unoptimized, as apiserver.go says why);
 //   - every CRD of that version's config/components/crd/bases applied, those the version's
 //     kustomization converts through Kueue's webhook with spec.conversion pointing at it;
 //   - its mutating and validating webhooks (config/components/webhook/manifests.yaml)
@@ -72,7 +72,7 @@ func kueueManagerBinary(moduleDir, version string) (string, error) {
 	if cache == "" {
 		return "", errors.New("TESTCLUSTER_CACHE_DIR is not set (run testcluster through tests/cluster/run or tests/cluster/testcluster)")
 	}
-	bin := filepath.Join(cache, "kueue-manager-"+version)
+	bin := filepath.Join(cache, "kueue-manager-"+version+unoptimizedSuffix)
 	if exists(bin) {
 		return bin, nil
 	}
@@ -113,9 +113,10 @@ func kueueManagerBinary(moduleDir, version string) (string, error) {
 		defer os.RemoveAll(gocache)
 	}
 	tmp := fmt.Sprintf("%s.tmp.%d", bin, os.Getpid())
-	cmd := exec.CommandContext(shutdownCtx, goBinary(), "build", "-trimpath", "-buildvcs=false", "-mod=readonly",
-		"-ldflags", "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion="+version,
+	args := append([]string{"build", "-trimpath", "-buildvcs=false", "-mod=readonly"}, unoptimizedFlags...)
+	args = append(args, "-ldflags", "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion="+version,
 		"-o", tmp, "sigs.k8s.io/kueue/cmd/kueue")
+	cmd := exec.CommandContext(shutdownCtx, goBinary(), args...)
 	cmd.Dir = modDir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=", "GOCACHE="+gocache)
 	out, err := cmd.CombinedOutput()
