@@ -83,8 +83,11 @@ tc_cache_dir() {
 	echo "${DISPATCH_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-dispatch}/bin"
 }
 
+# tc_ensure_built [harness]: all three, or with `harness` the harness alone (its build-apiserver
+# and build-kueue-manager need neither the default kube-apiserver nor etcd, so scripts/test can
+# build older kube-apiservers and Kueue's managers in the background while the default one builds).
 tc_ensure_built() {
-	local cache k8s_v etcd_v hash lockfd
+	local cache k8s_v etcd_v hash lockfd hlockfd only=${1-}
 	tc_find_go
 	cache=$(tc_cache_dir)
 	k8s_v=$(tc_mod_version k8s.io/kubernetes)
@@ -97,6 +100,16 @@ tc_ensure_built() {
 	TESTCLUSTER_MODULE_DIR=$tc_module_dir
 	TESTCLUSTER_CACHE_DIR=$cache
 	export TESTCLUSTER_GO TESTCLUSTER_KUBE_APISERVER TESTCLUSTER_ETCD TESTCLUSTER_MODULE_DIR TESTCLUSTER_CACHE_DIR
+	if [[ $only == harness ]]; then
+		if [[ ! -x $TESTCLUSTER_BIN ]]; then
+			mkdir -p "$cache"
+			exec {lockfd}>"$cache/.build-harness.lock"
+			flock "$lockfd"
+			tc_build "$TESTCLUSTER_BIN" "testcluster harness" ./cmd/testcluster
+			exec {lockfd}>&-
+		fi
+		return 0
+	fi
 	if [[ ! -x $TESTCLUSTER_KUBE_APISERVER || ! -x $TESTCLUSTER_ETCD || ! -x $TESTCLUSTER_BIN ]]; then
 		mkdir -p "$cache"
 		# One builder at a time; the others wait here, then find the binaries built.
@@ -110,8 +123,11 @@ tc_ensure_built() {
 			k8s.io/kubernetes/cmd/kube-apiserver -ldflags "-X $v.gitVersion=$k8s_v -X $v.gitMajor=1 -X $v.gitMinor=$minor -X $v.gitTreeState=clean"
 		tc_build "$TESTCLUSTER_ETCD" "etcd $etcd_v (cold build takes about a minute)" ./cmd/etcd
 		if [[ ! -x $TESTCLUSTER_BIN ]]; then
+			exec {hlockfd}>"$cache/.build-harness.lock"
+			flock "$hlockfd"
 			tc_build "$TESTCLUSTER_BIN" "testcluster harness" ./cmd/testcluster
 			tc_prune "$cache" testcluster
+			exec {hlockfd}>&-
 		fi
 		exec {lockfd}>&-
 	fi
