@@ -28,7 +28,7 @@ var apiserverVersionRE = regexp.MustCompile(`^v1\.[0-9]+\.[0-9]+$`)
 // unoptimizedSuffix, so an optimized build cached before this choice is not taken for one.
 const unoptimizedSuffix = "-noopt"
 
-var unoptimizedFlags = []string{"-gcflags=all=-N -l", "-gcflags=std="}
+var unoptimizedFlags = []string{"-gcflags=all=-N -l -dwarf=false", "-gcflags=std="}
 
 // defaultAPIServerVersion is the version in TESTCLUSTER_KUBE_APISERVER's name.
 func defaultAPIServerVersion() string {
