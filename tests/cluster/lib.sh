@@ -87,7 +87,7 @@ tc_cache_dir() {
 # and build-kueue-manager need neither the default kube-apiserver nor etcd, so scripts/test can
 # build older kube-apiservers and Kueue's managers in the background while the default one builds).
 tc_ensure_built() {
-	local cache k8s_v etcd_v hash lockfd hlockfd only=${1-}
+	local cache k8s_v etcd_v hash lockfd only=${1-}
 	tc_find_go
 	cache=$(tc_cache_dir)
 	k8s_v=$(tc_mod_version k8s.io/kubernetes)
@@ -101,13 +101,7 @@ tc_ensure_built() {
 	TESTCLUSTER_CACHE_DIR=$cache
 	export TESTCLUSTER_GO TESTCLUSTER_KUBE_APISERVER TESTCLUSTER_ETCD TESTCLUSTER_MODULE_DIR TESTCLUSTER_CACHE_DIR
 	if [[ $only == harness ]]; then
-		if [[ ! -x $TESTCLUSTER_BIN ]]; then
-			mkdir -p "$cache"
-			exec {lockfd}>"$cache/.build-harness.lock"
-			flock "$lockfd"
-			tc_build "$TESTCLUSTER_BIN" "testcluster harness" ./cmd/testcluster
-			exec {lockfd}>&-
-		fi
+		tc_build_harness "$cache"
 		return 0
 	fi
 	if [[ ! -x $TESTCLUSTER_KUBE_APISERVER || ! -x $TESTCLUSTER_ETCD || ! -x $TESTCLUSTER_BIN ]]; then
@@ -122,15 +116,24 @@ tc_ensure_built() {
 		tc_build "$TESTCLUSTER_KUBE_APISERVER" "kube-apiserver $k8s_v (cold build takes about 7 minutes on 2 cores)" \
 			k8s.io/kubernetes/cmd/kube-apiserver -ldflags "-X $v.gitVersion=$k8s_v -X $v.gitMajor=1 -X $v.gitMinor=$minor -X $v.gitTreeState=clean"
 		tc_build "$TESTCLUSTER_ETCD" "etcd $etcd_v (cold build takes about a minute)" ./cmd/etcd
-		if [[ ! -x $TESTCLUSTER_BIN ]]; then
-			exec {hlockfd}>"$cache/.build-harness.lock"
-			flock "$hlockfd"
-			tc_build "$TESTCLUSTER_BIN" "testcluster harness" ./cmd/testcluster
-			tc_prune "$cache" testcluster
-			exec {hlockfd}>&-
-		fi
+		tc_build_harness "$cache"
 		exec {lockfd}>&-
 	fi
+}
+
+# tc_build_harness CACHE: the harness binary, $TESTCLUSTER_BIN, under a lock of its own (the
+# background's build-apiserver may build it while the default kube-apiserver builds).
+tc_build_harness() {
+	local cache=$1 lockfd
+	[[ -x $TESTCLUSTER_BIN ]] && return 0
+	mkdir -p "$cache"
+	exec {lockfd}>"$cache/.build-harness.lock"
+	flock "$lockfd"
+	if [[ ! -x $TESTCLUSTER_BIN ]]; then
+		tc_build "$TESTCLUSTER_BIN" "testcluster harness" ./cmd/testcluster
+		tc_prune "$cache" testcluster
+	fi
+	exec {lockfd}>&-
 }
 
 # The proxy alone: it needs neither kube-apiserver nor etcd, and has a lock of its own so it

@@ -28,7 +28,11 @@ var apiserverVersionRE = regexp.MustCompile(`^v1\.[0-9]+\.[0-9]+$`)
 // unoptimizedSuffix, so an optimized build cached before this choice is not taken for one.
 const unoptimizedSuffix = "-noopt"
 
-var unoptimizedFlags = []string{"-gcflags=all=-N -l -dwarf=false", "-gcflags=std="}
+// unoptimizedBuild is the go build command line of such a build: ldflags (-s -w added), out, pkg.
+func unoptimizedBuild(ldflags, out, pkg string) []string {
+	return []string{"build", "-trimpath", "-buildvcs=false", "-mod=readonly",
+		"-gcflags=all=-N -l -dwarf=false", "-gcflags=std=", "-ldflags", "-s -w " + ldflags, "-o", out, pkg}
+}
 
 // defaultAPIServerVersion is the version in TESTCLUSTER_KUBE_APISERVER's name.
 func defaultAPIServerVersion() string {
@@ -98,10 +102,9 @@ func buildAPIServer(modDir, version, out string) error {
 	t0 := time.Now()
 	minor := strings.SplitN(strings.TrimPrefix(version, "v"), ".", 3)[1]
 	const v = "k8s.io/component-base/version"
-	args := append([]string{"build", "-trimpath", "-buildvcs=false", "-mod=readonly"}, unoptimizedFlags...)
-	args = append(args, "-ldflags", "-s -w -X "+v+".gitVersion="+version+" -X "+v+".gitMajor=1 -X "+v+".gitMinor="+minor+" -X "+v+".gitTreeState=clean",
-		"-o", out, "k8s.io/kubernetes/cmd/kube-apiserver")
-	cmd := exec.CommandContext(shutdownCtx, goBinary(), args...)
+	cmd := exec.CommandContext(shutdownCtx, goBinary(), unoptimizedBuild(
+		"-X "+v+".gitVersion="+version+" -X "+v+".gitMajor=1 -X "+v+".gitMinor="+minor+" -X "+v+".gitTreeState=clean",
+		out, "k8s.io/kubernetes/cmd/kube-apiserver")...)
 	cmd.Dir = modDir
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
 	if b, err := cmd.CombinedOutput(); err != nil {

@@ -113,10 +113,8 @@ func kueueManagerBinary(moduleDir, version string) (string, error) {
 		defer os.RemoveAll(gocache)
 	}
 	tmp := fmt.Sprintf("%s.tmp.%d", bin, os.Getpid())
-	args := append([]string{"build", "-trimpath", "-buildvcs=false", "-mod=readonly"}, unoptimizedFlags...)
-	args = append(args, "-ldflags", "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion="+version,
-		"-o", tmp, "sigs.k8s.io/kueue/cmd/kueue")
-	cmd := exec.CommandContext(shutdownCtx, goBinary(), args...)
+	cmd := exec.CommandContext(shutdownCtx, goBinary(), unoptimizedBuild(
+		"-X sigs.k8s.io/kueue/pkg/version.GitVersion="+version, tmp, "sigs.k8s.io/kueue/cmd/kueue")...)
 	cmd.Dir = modDir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=", "GOCACHE="+gocache)
 	out, err := cmd.CombinedOutput()
