@@ -54,18 +54,18 @@ pub async fn run(inv: &Invocation, deps: &mut Deps<'_>) -> Result<Exit, Error> {
                 Some(live) => gate_watch::run(&conn, &opts, *live, deps).await,
             }
         }
-        Verb::Doctor { lease, kueue_lease, output, all_namespaces, rbac } => {
+        Verb::Doctor { lease, controller_name, kueue_lease, output, all_namespaces, rbac } => {
             let conn = connect().await?;
-            let opts =
-                DoctorOptions { lease, kueue_lease, output: *output, all_namespaces: *all_namespaces, rbac: *rbac };
+            let (output, all_namespaces, rbac) = (*output, *all_namespaces, *rbac);
+            let opts = DoctorOptions { lease, controller_name, kueue_lease, output, all_namespaces, rbac };
             doctor::run(&conn, &opts, deps).await
         }
-        Verb::Lease { lease, in_context_namespace, kueue_lease, output, watch } => {
+        Verb::Lease { lease, in_context_namespace, dispatch_namespace, kueue_lease, output, watch } => {
             let conn = connect().await?;
             let in_context = LeaseRef { namespace: conn.namespace.clone(), name: lease.name.clone() };
             let lease = if *in_context_namespace { &in_context } else { lease };
             match watch {
-                None => lease::run(&conn, lease, *output, deps).await,
+                None => lease::run(&conn, lease, dispatch_namespace, *output, deps).await,
                 Some(watch) => {
                     let leases = lease_watch::Leases { lease, kueue: kueue_lease };
                     lease_watch::run(&conn, leases, *output, *watch, deps).await

@@ -70,12 +70,9 @@ pub enum Error {
     #[error("{message}")]
     WorkloadNotFound { message: String, namespace: String },
 
-    /// The API server's own words, as kubectl prints them after `Error from server (Forbidden): `.
-    #[error("{message}")]
-    WorkloadForbidden { message: String },
-
-    /// A live mode's first list refused (403) with nothing else to read instead: the server's
-    /// words, as kubectl prints them after `Error from server (Forbidden): `.
+    /// A read that decides refused (403) with nothing else to read instead (a live mode's first
+    /// list, `workloads`' list, `workload NAME`'s get): the server's words, as kubectl prints
+    /// them after `Error from server (Forbidden): `, then the `missing RBAC:` rule.
     #[error("{message}")]
     Forbidden { message: String, rule: String },
 
@@ -95,6 +92,11 @@ pub enum Error {
 
     #[error("{0}")]
     Usage(String),
+
+    /// A printer's template that parsed but failed on the document (`-o jsonpath={.nope}
+    /// --allow-missing-template-keys=false`): kubectl's first line, exit 1 as kubectl's.
+    #[error("{0}")]
+    Print(String),
 
     /// An exec credential plugin that failed while a live mode was following (when the
     /// credential was fetched anew): the plugin's own error, as the one-shot says it.
@@ -147,7 +149,7 @@ impl Error {
     pub fn exit(&self) -> crate::exit::Exit {
         match self {
             Error::Usage(_) => crate::exit::Exit::Usage,
-            Error::WorkloadForbidden { .. } | Error::Forbidden { .. } => crate::exit::Exit::Unknown,
+            Error::Forbidden { .. } => crate::exit::Exit::Unknown,
             _ => crate::exit::Exit::Failed,
         }
     }

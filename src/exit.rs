@@ -68,9 +68,14 @@ Exit codes:
 
 /// What a live mode says on stderr when `--timeout` comes before what it waited for, as
 /// `kubectl wait` says `error: timed out waiting for the condition`, naming what was awaited:
-/// `timed out waiting for the gate to be yes (--timeout 3s; last: no)`.
+/// `timed out waiting for the gate to be yes (--timeout 3s; last: no)`. With `--timeout 0`,
+/// which checks once, kubectl wait's words for a check that fails: `condition not met for the
+/// gate to be yes (--timeout 0 checks once; last: no)`.
 pub fn timed_out(awaited: &str, timeout: std::time::Duration, last: Option<&str>) -> String {
     let last = last.map(|l| format!("; last: {l}")).unwrap_or_default();
+    if timeout.is_zero() {
+        return format!("condition not met for {awaited} (--timeout 0 checks once{last})");
+    }
     format!("timed out waiting for {awaited} (--timeout {}{last})", crate::core::duration::go_duration(timeout))
 }
 
@@ -86,6 +91,10 @@ mod tests {
         assert_eq!(
             super::timed_out("Lease a/b to be stale", std::time::Duration::from_millis(1500), None),
             "timed out waiting for Lease a/b to be stale (--timeout 1.5s)"
+        );
+        assert_eq!(
+            super::timed_out("the gate to be yes", std::time::Duration::ZERO, Some("no")),
+            "condition not met for the gate to be yes (--timeout 0 checks once; last: no)"
         );
     }
 

@@ -156,6 +156,9 @@ pub enum Verb {
         /// `lease NAME` without `-n`: the Lease is in the context's namespace, as `kubectl get
         /// lease NAME` reads it; known once connected.
         in_context_namespace: bool,
+        /// dispatch's Lease's namespace (`--lease`, `--config`, else the default): where a
+        /// Lease missing from the namespace looked in is looked for ("did you mean -n ...?").
+        dispatch_namespace: String,
         /// Kueue's manager's Lease, followed by `--watch` as context.
         kueue_lease: LeaseRef,
         output: Output,
@@ -168,6 +171,8 @@ pub enum Verb {
     Workloads { settings: GateSettings, output: Output, all_namespaces: bool, view: WorkloadView },
     Doctor {
         lease: LeaseRef,
+        /// dispatch's controllerName, for the AdmissionChecks that look like dispatch's.
+        controller_name: String,
         /// Kueue's manager's Lease (a finding of its own, context only).
         kueue_lease: LeaseRef,
         output: Output,
@@ -241,13 +246,5 @@ impl Format {
     }
 }
 
-/// What `lease --watch --until` waits for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Until {
-    /// The Lease is a live heartbeat.
-    Fresh,
-    /// The Lease is not a live heartbeat (stale, no holder, never renewed, or missing).
-    Stale,
-    /// Another holder takes the Lease.
-    HolderChange,
-}
+/// What `lease --watch --until` waits for: the live machine's own.
+pub use crate::core::live_lease::Until;

@@ -55,7 +55,20 @@ fn flags_a_verb_does_not_use_are_usage_errors() {
     usage(&["lease", "-A"], "unexpected argument '-A' found");
     usage(&["-A", "lease"], "lease reads one Lease: name it with NAME -n NAMESPACE");
     usage(&["lease", "x", "--lease", "a/b"], "the argument '[NAME]' cannot be used with");
-    usage(&["gate", "--timeout", "5s"], "the following required arguments were not provided: <--watch|--wait>");
+    // --timeout bounds a live mode; alone it is said so. A negative one is refused (kubectl
+    // wait reads it as a week), and --until names its values.
+    usage(&["gate", "--timeout", "10s"], "--timeout needs --watch or --wait (without them gate reads once)");
+    usage(&["lease", "--timeout", "10s"], "--timeout needs --watch (without it lease reads once)");
+    for words in [&["gate", "--wait", "--timeout", "-1s"][..], &["lease", "--watch", "--timeout", "-1s"]] {
+        usage(
+            words,
+            "invalid --timeout \"-1s\": a timeout is not negative (0 checks once; without --timeout it waits for ever)",
+        );
+    }
+    usage(
+        &["lease", "--watch", "--until", "bogus"],
+        "invalid value 'bogus' for '--until <CONDITION>': possible values: fresh, stale, holder-change",
+    );
     usage(&["gate", "--all-contexts", "--context", "admin"], "the argument '--all-contexts' cannot be used with");
     usage(&["--context", "admin", "gate", "--all-contexts"], "the argument '--all-contexts' cannot be used with");
     usage(&["lease", "-o", "prometheus"], "invalid value 'prometheus' for '--output <FORMAT>'");
@@ -65,6 +78,20 @@ fn flags_a_verb_does_not_use_are_usage_errors() {
         &["lease", "--watch", "--kueue-lease", "no-slash"],
         "invalid value 'no-slash' for '--kueue-lease <NAMESPACE/NAME>'",
     );
+
+    // lease NAMESPACE/NAME, and a -n that contradicts it (kubectl get -f's words).
+    usage(
+        &["lease", "dispatch-system/x", "-n", "ml"],
+        "the namespace from the provided object \"dispatch-system\" does not match the namespace \"ml\". You must pass '--namespace=dispatch-system' to perform this operation.",
+    );
+    usage(&["lease", "a/b/c"], "invalid Lease \"a/b/c\": name it NAME or NAMESPACE/NAME");
+    // doctor's document names no object: no -o name, in its --help or on its command line.
+    usage(
+        &["doctor", "-o", "name"],
+        "invalid value 'name' for '--output <FORMAT>': possible values: table, wide, json, yaml, jsonpath=",
+    );
+    let help = dispatch(&["doctor", "--help"]);
+    assert!(!help.stdout.contains(" name,") && help.stdout.contains("jsonpath=TEMPLATE"), "{}", help.stdout);
 
     // --help shows what the verb uses.
     let help = dispatch(&["lease", "--help"]);

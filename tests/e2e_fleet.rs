@@ -66,16 +66,23 @@ fn all_contexts_judges_each_cluster_and_a_dead_one_delays_nobody() {
     assert!(took < Duration::from_secs(6), "the dead context held the others up: {took:?}");
     let rows: Vec<Vec<&str>> = table.lines().iter().map(|l| l.split_whitespace().collect()).collect();
     assert_eq!(rows[0], ["CONTEXT", "CLUSTERQUEUE", "VERDICT", "REASON", "WAITING"]);
-    assert_eq!(rows[1], ["a", s.cq.as_str(), "yes", "<none>", "0"]);
-    assert_eq!(rows[2][..3], ["b", s.cq.as_str(), "no"]);
+    // Each context's rows as it is judged: a and b (in either order), then dead, which waits
+    // out its timeout.
+    let row = |name: &str| rows.iter().position(|r| r[0] == name).unwrap_or_else(|| panic!("{}", table.stdout));
+    assert_eq!(rows[row("a")], ["a", s.cq.as_str(), "yes", "<none>", "0"]);
+    assert_eq!(rows[row("b")][..3], ["b", s.cq.as_str(), "no"]);
     // Renewed 90 s before the fixture was written; the clusters take a few seconds to start.
-    let b_row = table.lines()[2];
-    assert!(
-        b_row.contains("the admission controller's Lease was last renewed 1m") && b_row.contains("s ago, beyond 30s"),
-        "{}",
-        table.stdout
-    );
-    assert_eq!(rows[2].last(), Some(&"1"));
+    let b_row = table.lines()[row("b")];
+    // kubectl's HumanDuration writes 90 to 119 seconds as `90s` to `119s` (not Go's `1m30s`).
+    let age = b_row
+        .split_once("the admission controller's Lease was last renewed ")
+        .and_then(|(_, rest)| rest.split_once(" ago, beyond 30s"))
+        .map(|(age, _)| age)
+        .unwrap_or_else(|| panic!("{}", table.stdout));
+    let seconds: Option<u64> = age.strip_suffix('s').and_then(|n| n.parse().ok());
+    assert!(seconds.is_some_and(|n| n >= 90) || age.starts_with("2m"), "{age}: {}", table.stdout);
+    assert_eq!(rows[row("b")].last(), Some(&"1"));
+    assert_eq!(row("dead"), 3, "{}", table.stdout);
     assert_eq!(rows[3][..3], ["dead", "<none>", "error"]);
     let dead = table.lines()[3];
     assert!(dead.contains("no answer from the API server at ") && dead.contains(" within 2s"), "{}", table.stdout);

@@ -79,6 +79,19 @@ fn an_inactive_check_and_a_check_without_active_fail_the_third_check() {
         s.check
     ));
 
+    // Two failures: the first decides, and the check after it, a stale Lease here, is not
+    // reached (its detail still says what was seen; JSON keeps its result).
+    c.apply(&fixtures::lease(&s.lease_ns, &s.lease_name, Some("ctl-0_x"), Some(600), Some(15)));
+    let run = gate(c, &s, &[]);
+    run.expect_code(3);
+    let row4 = run.lines().into_iter().find(|l| l.starts_with("4 ")).unwrap().to_string();
+    assert!(row4.contains("   not reached   holder ctl-0_x, renewed 10m ago, limit 30s, stale for 9m"), "{row4}");
+    let json = gate(c, &s, &["-o", "json"]).json();
+    assert_eq!(
+        (&json["chains"][0]["checks"][3]["reached"], &json["chains"][0]["checks"][3]["result"]),
+        (&serde_json::json!(false), &serde_json::json!("fail"))
+    );
+
     let t = Scenario::new("noactive");
     c.apply(&t.healthy_yaml().replace(&fixtures::admission_check(&t.check, &t.controller, Some(true)), ""));
     c.apply(&fixtures::admission_check(&t.check, &t.controller, None));
@@ -256,6 +269,15 @@ fn waiting_workloads_follow_the_namespace_scope() {
     let row: Vec<&str> = table.lines().into_iter().find(|l| l.contains(" w-1 ")).unwrap().split_whitespace().collect();
     assert_eq!(row[..5], [s.ns.as_str(), "w-1", s.cq.as_str(), s.check.as_str(), "Pending"], "{}", table.stdout);
     assert_eq!(row.last(), Some(&"first"));
+
+    // A selector that matches none: the line says it looked with -l, not at every Workload.
+    let none = gate(c, &s, &["-n", &s.ns, "-l", "app=x"]);
+    none.expect_code(0);
+    assert!(
+        none.stderr.contains(&format!("No workloads wait at dispatch's check in namespace {} (-l app=x).\n", s.ns)),
+        "{}",
+        none.stderr
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -257,6 +257,79 @@ fn kueue_v0_19_2() {
     v1beta2_stored("v0.19.2");
 }
 
+/// One story about a ClusterQueue Kueue itself stops (issue 35, item 3): a Workload reserves
+/// quota on team-a and waits at dispatch's check; then team-a is changed to a ResourceFlavor
+/// that does not exist, and Kueue's manager reports it `Active=False` (FlavorNotFound). The
+/// gate keeps the adapter's yes, and every verb says that Kueue admits nothing there, with
+/// `kubectl describe clusterqueue team-a` next.
+#[test]
+fn an_inactive_cluster_queue_one_story_v0_19_2() {
+    let k = Kueue::start("v0.19.2");
+    let c = &k.cluster;
+    team_a_behind_dispatch(&k, "");
+    k.apply(&k.job(NS, "job-a", "q"));
+    let wl = k.workload_of(NS, "job-a");
+    eventually(&format!("Kueue reserves quota for {wl} at {CHECK}"), Duration::from_secs(60), || {
+        let w = k.workload(NS, &wl);
+        let at_check = w["status"]["admissionChecks"][0]["state"] == "Pending";
+        if condition(&w, "QuotaReserved")["status"] == "True" && at_check {
+            Ok(())
+        } else {
+            Err(w["status"].to_string())
+        }
+    });
+    k.apply(&k.cluster_queue("team-a", "missing-flavor", &[CHECK]));
+    eventually("Kueue reports team-a inactive (FlavorNotFound)", Duration::from_secs(60), || {
+        let cq = k.get(&["clusterqueues.kueue.x-k8s.io", "team-a"]);
+        let active = condition(&cq, "Active");
+        if active["status"] == "False" && active["reason"] == "FlavorNotFound" {
+            Ok(())
+        } else {
+            Err(cq["status"].to_string())
+        }
+    });
+
+    let gate = c.dispatch(&["gate", "-A"]);
+    gate.expect_code(0);
+    gate.expect_line("ReadmissionGate: yes (the adapter writes)");
+    assert!(
+        gate.lines()
+            .iter()
+            .any(|l| l.starts_with("Warning: Kueue reports ClusterQueue team-a inactive (FlavorNotFound")),
+        "{}",
+        gate.stdout
+    );
+    gate.expect_line("1 workload waits on ClusterQueue team-a, which Kueue reports inactive");
+    gate.expect_line("Next:");
+    gate.expect_line("  kubectl describe clusterqueue team-a");
+
+    let clause = "Kueue admits nothing on ClusterQueue team-a (FlavorNotFound)";
+    let list = c.dispatch(&["workload", "-A", "-o", "json"]);
+    list.expect_code(0);
+    let items = list.json()["items"].clone();
+    let item = items.as_array().unwrap().iter().find(|i| i["name"] == wl.as_str()).unwrap_or_else(|| panic!("{items}"));
+    assert_eq!(item["summary"], format!("waits at dispatch's Pending check; {clause}"), "{item}");
+    let table = c.dispatch(&["workload", "-A"]);
+    assert!(
+        table.stderr.contains("(kubectl describe clusterqueue team-a)"),
+        "stdout:\n{}\nstderr:\n{}",
+        table.stdout,
+        table.stderr
+    );
+    let one = c.dispatch(&["workload", &wl, "-n", NS]);
+    one.expect_line("  kubectl describe clusterqueue team-a");
+    assert!(one.stdout.contains(clause), "{}", one.stdout);
+
+    let doctor = c.dispatch(&["doctor", "-n", NS]);
+    assert!(
+        doctor.stdout.contains("nothing stops the gate or the plugin, but Kueue admits nothing on ClusterQueue team-a"),
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        doctor.code,
+        doctor.stdout,
+        doctor.stderr
+    );
+}
+
 fn v1beta2_stored(version: &'static str) {
     let k = Kueue::start(version);
     let answered = answered_scenario(&k);
@@ -275,9 +348,7 @@ fn v1beta2_stored(version: &'static str) {
     // as such, never as stale.
     assert_eq!(run.json()["kueueLease"]["status"], "no lease", "{}", run.stdout);
     let table = k.cluster.dispatch(&["gate", "-n", NS]);
-    table.expect_line(
-        "Kueue's manager: no Lease kueue-system/c1f6bfd2.kueue.x-k8s.io: a manager without leader election holds none (--kueue-lease names another), so its heartbeat cannot be shown",
-    );
+    table.expect_line("Kueue's manager: no Lease kueue-system/c1f6bfd2.kueue.x-k8s.io: its heartbeat cannot be shown");
 }
 
 /// v0.15 serves v1beta2 through Kueue's conversion webhook and stores v1beta1.
@@ -678,12 +749,7 @@ fn gate_watch_follows_kueues_own_heartbeat_v0_19_2() {
     c.kubectl_ok(&["delete", "lease", "-n", kns, kname], None);
     kubectl.wait_for("kubectl's DELETED event", Duration::from_secs(30), |l| l.contains("\"DELETED\""));
     let line = table.wait_for("no Lease", Duration::from_secs(30), |l| l.contains(" Kueue's manager: "));
-    assert_eq!(
-        &line[stamp..],
-        format!(
-            "Kueue's manager: no Lease {KUEUE_LEASE}: a manager without leader election holds none (--kueue-lease names another), so its heartbeat cannot be shown"
-        )
-    );
+    assert_eq!(&line[stamp..], format!("Kueue's manager: no Lease {KUEUE_LEASE}: its heartbeat cannot be shown"));
     json.wait_for("a document without Kueue's Lease", Duration::from_secs(30), |l| status(l, "no lease"));
 
     let (code, seen, stderr) = table.stop();

@@ -107,7 +107,7 @@ fn gate_lease_and_workload_print_with_kubectls_printers() {
 }
 
 #[test]
-fn a_bad_template_is_one_usage_error_and_missing_keys_follow_the_flag() {
+fn a_bad_template_is_one_usage_error_and_missing_keys_follow_the_flag_as_kubectl() {
     let c = Cluster::shared();
     let s = Scenario::new("badtemplate");
     c.apply(&s.healthy_yaml());
@@ -124,14 +124,34 @@ fn a_bad_template_is_one_usage_error_and_missing_keys_follow_the_flag() {
 
     let missing = oracle("{}", "jsonpath={.nope}", &["--allow-missing-template-keys=false"]).unwrap_err();
     assert_eq!(missing, "execute: nope is not found");
-    let run = gate(c, &s, &["-o", "jsonpath={.nope}", "--allow-missing-template-keys=false"]);
-    run.expect_code(2);
-    assert!(
-        run.stderr.starts_with("error: error executing jsonpath \"{.nope}\": nope is not found\n"),
-        "{}",
-        run.stderr
+    // A template that parses but fails on the document is kubectl's execution error, exit 1
+    // (not a usage error), its first line word for word, without the dump after it.
+    let theirs = c.kubectl(
+        &[
+            "get",
+            "lease",
+            &s.lease_name,
+            "-n",
+            &s.lease_ns,
+            "-o",
+            "jsonpath={.nope}",
+            "--allow-missing-template-keys=false",
+        ],
+        None,
     );
-    assert!(run.stdout.is_empty());
+    assert_eq!(theirs.status.code(), Some(1), "{theirs:?}");
+    let theirs = String::from_utf8_lossy(&theirs.stderr).lines().next().unwrap_or_default().to_string();
+    let kubectls = theirs
+        .strip_suffix(". Printing more information for debugging the template:")
+        .unwrap_or_else(|| panic!("{theirs}"));
+    assert_eq!(kubectls, "error: error executing jsonpath \"{.nope}\": Error executing template: nope is not found");
+    for verb in ["gate", "lease"] {
+        let run = c.dispatch(&s.args(verb, &["-o", "jsonpath={.nope}", "--allow-missing-template-keys=false"]));
+        run.expect_code(1);
+        let errors: Vec<&str> = run.stderr.lines().filter(|l| l.starts_with("error:")).collect();
+        assert_eq!(errors, [kubectls], "{verb}: {}", run.stderr);
+        assert!(run.stdout.is_empty());
+    }
     let run = gate(c, &s, &["-o", "jsonpath={.nope}"]);
     assert_eq!(run.expect_code(0).stdout, "", "missing keys print nothing by default, as in kubectl");
     let run = gate(c, &s, &["-o", "go-template={{.verdict}}"]);

@@ -85,14 +85,21 @@ fn doctor_on(version: &str) {
     let c = cluster_on(version);
     let table = c.dispatch(&["doctor", "--context", "viewer"]);
     table.expect_code(0);
-    // Two warnings, as on the default cluster (e2e_doctor): -n's completion, and Kueue's Lease.
-    table.expect_line("Doctor: ok with warnings: nothing stops the gate or the plugin (2 warnings)");
+    // Three warnings, as on the default cluster (e2e_doctor): -n's completion, and Kueue's
+    // manager's Lease, not granted (its access row and the manager's row).
+    table.expect_line("Doctor: ok with warnings: nothing stops the gate or the plugin (3 warnings)");
     let v = c.dispatch(&["doctor", "--context", "viewer", "-o", "json"]).json();
     assert_eq!(v["result"], "ok", "{v:#}");
     // From SelfSubjectReview (authentication.k8s.io/v1, GA since 1.28).
     assert_eq!(v["identity"]["username"], "viewer", "{v:#}");
     let missing: Vec<&str> = v["missingRbac"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
-    assert_eq!(missing, ["list namespaces (cluster-wide)"]);
+    assert_eq!(
+        missing,
+        [
+            "list namespaces (cluster-wide)",
+            "get leases.coordination.k8s.io \"c1f6bfd2.kueue.x-k8s.io\" in namespace kueue-system"
+        ]
+    );
     // An identity that may not ask (no SelfSubjectReview, no SelfSubjectAccessReview): doctor
     // says it cannot tell and goes on, as for a read forbidden on any version.
     let anonymous = c.dispatch(&["doctor", "--as", "system:anonymous", "-o", "json"]);

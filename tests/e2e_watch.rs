@@ -228,6 +228,9 @@ fn an_etcd_compaction_past_the_watch_is_one_relist_and_the_rows_continue() {
     let takeover = w.wait_for("the takeover after the relist", 20 * S, is_event("takeover"));
     assert_eq!(json_event(&takeover).unwrap().1["previousHolder"], "ctl-a_1");
     w.wait_for("b's renewal", 20 * S, is_event("renewed"));
+    // The outage ends when both streams are answered again: Kueue's relists after its own
+    // backoff, which may come after dispatch's rows went on.
+    w.wait_for_stderr_count("watch resumed", 2, 20 * S);
     let (code, seen, stderr) = w.stop();
     assert_eq!(code, 0);
     // Two streams (dispatch's Lease and Kueue's) are cut and both meet the 410: one

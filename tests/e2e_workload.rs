@@ -274,7 +274,7 @@ fn admitted_finished_deactivated_and_retry() {
     assert!(doc["gate"].is_null(), "no check of dispatch's: no gate");
     let wide = explain(c, &s, "retry", &["-o", "wide"]);
     let row = wide.lines().into_iter().find(|l| l.starts_with(&prov(&s))).unwrap_or_default().to_string();
-    assert!(row.contains(" Retry ") && row.contains(" 2 ") && row.contains("600s (in 9m"), "{}", wide.stdout);
+    assert!(row.contains(" Retry ") && row.contains(" 2 ") && row.contains("10m (in 9m"), "{}", wide.stdout);
 }
 
 #[test]
@@ -379,14 +379,18 @@ fn errors_as_kubectl_words_them() {
         ))
     );
 
-    // Forbidden: exit 4, the server's words again.
+    // Forbidden: exit 4, the server's words again, then the rule to grant, as every verb's
+    // forbidden read ends.
     let kubectl = c.kubectl(&["get", "workloads.kueue.x-k8s.io", "mine", "-n", &s.ns, "--as", "nobody"], None);
     let kubectl_line = String::from_utf8_lossy(&kubectl.stderr).lines().next().unwrap_or_default().to_string();
     let words =
         kubectl_line.strip_prefix("Error from server (Forbidden): ").unwrap_or_else(|| panic!("{kubectl_line}"));
     let run = explain(c, &s, "mine", &["--as", "nobody"]);
     run.expect_code(4);
-    assert_eq!(run.stderr, format!("error: {words}\n"));
+    assert_eq!(
+        run.stderr,
+        format!("error: {words}\nmissing RBAC: get workloads.kueue.x-k8s.io \"mine\" in namespace {}\n", s.ns)
+    );
     assert!(run.stdout.is_empty());
 }
 

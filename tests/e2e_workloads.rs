@@ -1,7 +1,7 @@
 //! `kubectl dispatch workloads` on the real test cluster, through the real kubectl, side by side
 //! with `kubectl get workloads` on the same objects: the same Workloads in the same order (-n,
 //! and -A over two namespaces), `-o name` and jsonpath equal to kubectl's, custom columns a row
-//! per Workload as kubectl's, each row's explanation the summary `workload NAME` gives, and
+//! per Workload aligned byte for byte as kubectl's, each row's explanation the summary `workload NAME` gives, and
 //! `--sort-by`, `--no-headers`, an empty namespace and a forbidden list.
 
 mod support;
@@ -119,6 +119,29 @@ fn every_namespace_and_the_printers_as_kubectl() {
     let sorted = workloads(c, &s, &["-n", &s.ns, "--sort-by", ".stage", "-o", "name"]);
     let want = ["job-c", "job-b", "job-a"].map(|n| format!("workload.kueue.x-k8s.io/{n}\n")).concat();
     assert_eq!(sorted.stdout, want);
+
+    // -A with names of different lengths: every row through one tab writer, byte for byte as
+    // kubectl's (each document's own widths misaligned them).
+    c.apply(&labelled(&tag, &t.ns, "a-much-longer-workload-name-1", &t.lq, None, &[]));
+    for no_headers in ["--no-headers=false", "--no-headers=true"] {
+        let ours = workloads(
+            c,
+            &s,
+            &[
+                "-A",
+                "-l",
+                &selector,
+                no_headers,
+                "-o",
+                "custom-columns=NAMESPACE:.namespace,NAME:.name,QUEUE:.localQueue",
+            ],
+        );
+        ours.expect_code(0);
+        let spec = "custom-columns=NAMESPACE:.metadata.namespace,NAME:.metadata.name,QUEUE:.spec.queueName";
+        let theirs = get(&["-A", no_headers, "-o", spec]);
+        assert_eq!(ours.stdout, theirs, "{no_headers}");
+        assert_eq!(theirs.lines().count(), if no_headers.ends_with("true") { 5 } else { 6 }, "{theirs}");
+    }
 }
 
 #[test]

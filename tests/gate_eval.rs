@@ -637,7 +637,7 @@ fn exactly_twice_the_duration_passes_and_a_microsecond_more_fails() {
     let long = with_lease(Fetched::Found(LeaseFacts { duration_seconds: Some(60), ..lease_renewed(secs(121)) }));
     assert_eq!(
         evaluate(&GateSettings::default(), &long).chains[0].reason.as_deref(),
-        Some("the admission controller's Lease was last renewed 2m1s ago, beyond 2m0s")
+        Some("the admission controller's Lease was last renewed 2m1s ago, beyond 2m")
     );
 }
 

@@ -288,3 +288,25 @@ fn custom_columns_print_what_kubectl_prints() {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(wrong.is_empty(), "{} of the specs differ:\n{}", wrong.len(), wrong.join("\n"));
 }
+
+/// A list's custom columns, all its rows through one tab writer: the golden files of
+/// `workloads -A -o custom-columns=...` (rendered by tests/render_golden.rs, names of different
+/// lengths in one column) are what kubectl's own printer prints over the same items, as a list
+/// (`kubectl get` prints a list it read that way).
+#[test]
+fn a_lists_custom_columns_align_as_kubectls() {
+    const WORKLOAD_COLUMNS: &str = "NAMESPACE:.namespace,NAME:.name,QUEUE:.localQueue,STAGE:.stage,GATE:.gate";
+    let golden = |file: &str| std::fs::read_to_string(repo().join("tests/golden").join(file)).unwrap();
+    let document: Value = serde_json::from_str(&golden("workloads-all.json")).unwrap();
+    let names: Vec<usize> =
+        document["items"].as_array().unwrap().iter().map(|i| i["name"].as_str().unwrap().len()).collect();
+    assert!(names.iter().min() < names.iter().max(), "names of different lengths: {names:?}");
+    let list = serde_json::json!({"kind": "List", "apiVersion": "v1", "items": document["items"]}).to_string();
+    for (flag, file) in [
+        ("--no-headers=false", "workloads-all-custom-columns.txt"),
+        ("--no-headers=true", "workloads-all-custom-columns-no-headers.txt"),
+    ] {
+        let kubectls = oracle(&list, &format!("custom-columns={WORKLOAD_COLUMNS}"), &[flag]).unwrap();
+        assert_eq!(golden(file), kubectls, "{file}");
+    }
+}

@@ -120,11 +120,14 @@ proptest! {
         // heartbeat goes stale) is computed after each, as `lease --watch` does.
         let mut observed = observed;
         observed.sort_by_key(|(_, at)| *at);
-        // The same facts as Kueue's manager's Lease, followed beside it as the watch does.
+        // The same facts as Kueue's manager's Lease, followed beside it as the watch does
+        // (its own tracker, told by `Told`).
         let mut tracker = Tracker::new(lease_ref(), false);
-        let mut manager = kubectl_dispatch::core::kueue_lease::Follower::new(LeaseRef::kueue_default());
+        let mut manager = Tracker::new(LeaseRef::kueue_default(), false);
+        let mut told = kubectl_dispatch::core::kueue_lease::Told::new(kubectl_dispatch::core::kueue_lease::First::Down);
         for (facts, at) in observed {
-            if let Some(said) = manager.observe(Some(Fetched::Found(facts.clone())), at) {
+            manager.observe(Observation::Lease(Some(facts.clone())), at);
+            if let Some(said) = manager.assess(at).and_then(|a| told.judged(a)) {
                 let _ = kubectl_dispatch::render::watch::kueue_change_doc(&said, at);
             }
             let kueue = manager.assess(at);
@@ -139,7 +142,7 @@ proptest! {
                 prop_assert!(deadline > at, "Kueue's deadline {deadline} is not after {at}");
             }
             let _ = tracker.observe(Observation::Tick, at);
-            let _ = manager.observe(None, at);
+            let _ = manager.observe(Observation::Tick, at);
         }
         let _ = kubectl_dispatch::render::watch::summary(&tracker.gaps);
     }

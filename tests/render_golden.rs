@@ -19,13 +19,14 @@ use std::path::{Path, PathBuf};
 use facts::{
     CHECK, CONTROLLER, ac, ago, check_state, cq, dispatch_ac, forbidden, kueue_condition, micros, now, secs, workload,
 };
-use kubectl_dispatch::core::doctor::{self, Access, Answer, DoctorFacts, Identity, KueueServed};
+use kubectl_dispatch::core::doctor::{self, Access, Answer, DoctorFacts, Identity, KueueServed, QueueFacts};
 use kubectl_dispatch::core::fetched::Fetched;
 use kubectl_dispatch::core::gate::{self, GateFacts, GateSettings};
 use kubectl_dispatch::core::holder::{HolderFacts, NodeFacts, PodFacts, Termination};
 use kubectl_dispatch::core::kueue::{AdmissionCheck, CheckState, Condition, LocalQueue, Workload};
 use kubectl_dispatch::core::kueue_lease;
 use kubectl_dispatch::core::lease::{self, LeaseFacts, LeaseRef};
+use kubectl_dispatch::core::lookalike;
 use kubectl_dispatch::core::waiting::{self, WaitingScope};
 use kubectl_dispatch::core::workload::{self, CheckDetail, PodSetUpdate, Position, WorkloadFacts, WorkloadInput};
 use kubectl_dispatch::core::workloads::{self, ListFacts};
@@ -122,25 +123,29 @@ impl GateInput {
 
     /// What `gate` does with the facts, minus the I/O.
     fn run(self) -> GateRun {
-        let report = gate::evaluate(&self.settings, &self.facts, now());
+        let mut report = gate::evaluate(&self.settings, &self.facts, now());
+        // As `gate` reads them: dispatch's checks and, when none names its controller, the
+        // lookalikes, whose Workloads are counted apart.
+        let mut checks = report.dispatch_checks.clone();
+        checks.extend(lookalike::names(self.settings.wanted(), &self.facts.admission_checks));
         let scope = WaitingScope {
-            checks: report.dispatch_checks.clone(),
+            checks,
             cluster_queues: self.settings.cluster_queues.iter().cloned().collect(),
             all_states: self.all_states,
         };
+        let mut near = Vec::new();
         let waiting = self.workloads.map(|ws| {
             let rows = ws.iter().flat_map(|w| waiting::select(w, &scope)).collect();
-            waiting::finish(rows, &local_queues(), &scope)
+            let (ours, theirs) =
+                lookalike::split(waiting::finish(rows, &local_queues(), &scope), &report.dispatch_checks);
+            near = theirs;
+            ours
         });
+        report.lookalikes = lookalike::find(self.settings.wanted(), &self.facts.admission_checks, &near);
+        let mut warnings = self.warnings;
+        warnings.extend(report.lookalikes.iter().map(|l| l.warning(&self.settings.controller_name)));
         let kueue_lease = self.kueue_lease.map(|f| kueue_lease::assess(&self.settings.kueue_lease, &f, now()));
-        GateRun {
-            report,
-            waiting,
-            namespace: self.namespace.map(String::from),
-            warnings: self.warnings,
-            now: now(),
-            kueue_lease,
-        }
+        GateRun { report, waiting, namespace: self.namespace.map(String::from), warnings, now: now(), kueue_lease }
     }
 }
 
@@ -315,7 +320,10 @@ fn gate_healthy() {
 fn gate_stale() {
     let mut workloads = two_waiting();
     workloads.push(workload("web", "render-frames-0", Some("team-a"), vec![dispatch_check("Pending", "", 3 * 60 + 1)]));
-    gate_golden("gate-stale", GateInput { namespace: None, ..GateInput::new(stale_facts(), workloads) });
+    // Renewed 98.4 s ago: 99 s rounded up, which kubectl's HumanDuration writes `99s` (not Go's
+    // `1m39s`) in the check row and in the reason alike.
+    let facts = GateFacts { lease: Fetched::Found(lease_facts(98, 400_000)), ..healthy_facts() };
+    gate_golden("gate-stale", GateInput { namespace: None, ..GateInput::new(facts, workloads) });
 }
 
 /// The README's example: the same stale Lease, with plain messages an operator would see.
@@ -478,6 +486,79 @@ fn gate_no_cluster_queue_lists_the_check() {
         "gate-not-listed",
         GateInput::new(GateFacts { cluster_queues: Fetched::Found(vec![cq("batch", &[])]), ..healthy_facts() }, vec![]),
     );
+}
+
+/// Two checks fail: the first decides, and every check after it is `not reached`, the failing
+/// Lease too (its detail still says what was seen).
+#[test]
+fn gate_after_the_deciding_failure_nothing_is_reached() {
+    let inactive =
+        AdmissionCheck { active: active("False", "Inactive", "the controller is gone"), ..dispatch_ac(READY) };
+    let facts = GateFacts { admission_checks: Fetched::Found(vec![inactive]), ..stale_facts() };
+    gate_golden("gate-two-failures", GateInput::new(facts, two_waiting()));
+}
+
+/// The stderr a one-shot `gate` writes for `run` around the table: its warnings, then the
+/// closing notes on the waiting Workloads.
+fn gate_stderr(run: &GateRun) -> String {
+    let mut text = String::new();
+    for w in &run.warnings {
+        let _ = writeln!(text, "Warning: {}", escape(w));
+    }
+    for line in render::gate::waiting_notes(run, None) {
+        let _ = writeln!(text, "{line}");
+    }
+    text
+}
+
+/// dispatch's check names `example.com/dispatch-admission`: the adapter's verdict as it is
+/// (no ClusterQueue lists a check of dispatch-admission), and on stderr the check that is
+/// plainly dispatch's, the flag that selects it and the two Workloads that wait at it.
+#[test]
+fn gate_controller_elsewhere() {
+    let facts = GateFacts {
+        admission_checks: Fetched::Found(vec![
+            ac(CHECK, Some("example.com/dispatch-admission"), active("True", "Active", READY)),
+            ac("provisioning", Some("kueue.x-k8s.io/provisioning-request"), None),
+        ]),
+        ..healthy_facts()
+    };
+    let workloads = vec![
+        workload("ml", "train-llama-7b-x9k2", Some("team-a"), vec![dispatch_check("Pending", "", 5 * 60 + 12)]),
+        workload("web", "render-frames-0", Some("team-a"), vec![dispatch_check("Pending", "", 3 * 60 + 1)]),
+    ];
+    let input = GateInput { namespace: None, ..GateInput::new(facts, workloads) };
+    let run = input.run();
+    let failures: Vec<String> =
+        compare("gate-controller-elsewhere.stderr.txt", &gate_stderr(&run)).into_iter().collect();
+    assert!(failures.is_empty(), "rendered output differs from the golden files:\n{}", failures.join("\n"));
+    let facts = GateFacts {
+        admission_checks: Fetched::Found(vec![ac(CHECK, Some("example.com/dispatch-admission"), None)]),
+        ..healthy_facts()
+    };
+    let workloads = vec![
+        workload("ml", "train-llama-7b-x9k2", Some("team-a"), vec![dispatch_check("Pending", "", 5 * 60 + 12)]),
+        workload("web", "render-frames-0", Some("team-a"), vec![dispatch_check("Pending", "", 3 * 60 + 1)]),
+    ];
+    gate_golden("gate-controller-elsewhere", GateInput { namespace: None, ..GateInput::new(facts, workloads) });
+}
+
+/// A ClusterQueue Kueue reports inactive for a reason of its own (a missing flavor): the gate
+/// says yes, as the adapter would, and says that Kueue admits nothing there, with its
+/// waiting Workload and `kubectl describe clusterqueue` next.
+#[test]
+fn gate_queue_inactive_alone() {
+    let mut team_a = cq("team-a", &[CHECK]);
+    team_a.active = Some(kueue_condition(
+        "False",
+        Some("FlavorNotFound"),
+        Some("Can't admit new workloads: references missing ResourceFlavor(s): default-flavor."),
+        secs(20 * 60),
+    ));
+    let facts = GateFacts { cluster_queues: Fetched::Found(vec![team_a, cq("batch", &[])]), ..healthy_facts() };
+    let workloads =
+        vec![workload("ml", "train-llama-7b-x9k2", Some("team-a"), vec![dispatch_check("Pending", "", 60)])];
+    gate_golden("gate-queue-inactive-alone", GateInput { namespace: None, ..GateInput::new(facts, workloads) });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -688,6 +769,25 @@ fn workload_at_dispatch_with_a_stale_lease() {
     workload_golden("workload-stale", w, facts, Position::NotServed);
 }
 
+/// At dispatch's check with the gate open, on a ClusterQueue Kueue reports inactive (a
+/// missing flavor): the sentence names it instead of "dispatch's controller has yet to
+/// answer", and `Next:` gives `kubectl describe clusterqueue`. Kueue's manager has no Lease:
+/// said once, briefly, since the Workload waits.
+#[test]
+fn workload_on_an_inactive_cluster_queue() {
+    let w = explained(true, vec![workload_check(CHECK, "Pending", "", 14 * 60)]);
+    let mut facts = healthy_facts();
+    let mut team_a = facts::cq("team-a", &[CHECK]);
+    team_a.active = Some(kueue_condition(
+        "False",
+        Some("FlavorNotFound"),
+        Some("Can't admit new workloads: references missing ResourceFlavor(s): default-flavor."),
+        secs(20 * 60),
+    ));
+    facts.cluster_queues = Fetched::Found(vec![team_a]);
+    workload_golden_with("workload-queue-inactive", w, facts, Position::NotAsked, Some(Fetched::Missing));
+}
+
 #[test]
 fn workload_waiting_for_quota_with_its_position() {
     let mut w = explained(false, vec![workload_check(CHECK, "Pending", "", 42)]);
@@ -750,6 +850,9 @@ fn workload_placed_by_multikueue() {
 /// `workloads -A` on the stale Lease: one row per Workload in the order listed, each with the
 /// sentence `workload NAME` ends with (at dispatch's check, waiting for quota, on a LocalQueue
 /// that does not exist, admitted); `-n ml` drops the NAMESPACE column.
+/// The custom columns of workloads-all-custom-columns.txt (tests/jsonpath_oracle.rs has them too).
+const WORKLOAD_COLUMNS: &str = "NAMESPACE:.namespace,NAME:.name,QUEUE:.localQueue,STAGE:.stage,GATE:.gate";
+
 #[test]
 fn workloads_every_namespace_and_one() {
     let mut quota = explained(false, vec![workload_check(CHECK, "Pending", "", 42)]);
@@ -780,6 +883,25 @@ fn workloads_every_namespace_and_one() {
         render::workloads::render(&all, Output { format: Format::Wide, no_headers: false }, style, &mut buf).unwrap();
         String::from_utf8(buf).unwrap()
     });
+    // -o custom-columns: a row per Workload, all through one tab writer (names of different
+    // lengths aligned); tests/jsonpath_oracle.rs holds these files to kubectl's own printer
+    // over the items of workloads-all.json.
+    let items: Vec<_> = all.explanations.iter().map(kubectl_dispatch::report::workloads::item_doc).collect();
+    let mut failures = Vec::new();
+    for (no_headers, file) in
+        [(false, "workloads-all-custom-columns.txt"), (true, "workloads-all-custom-columns-no-headers.txt")]
+    {
+        let spec = kubectl_dispatch::invocation::PrinterSpec {
+            kind: kubectl_dispatch::invocation::PrinterKind::CustomColumns,
+            template: WORKLOAD_COLUMNS.into(),
+            allow_missing_keys: true,
+            no_headers,
+        };
+        let mut buf = Vec::new();
+        render::printer::Printer::new(&spec).unwrap().print_list(&items, &mut buf).unwrap();
+        failures.extend(compare(file, &String::from_utf8(buf).unwrap()));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
     let ml: Vec<_> = all.explanations.iter().filter(|e| e.namespace == "ml").cloned().collect();
     let one = WorkloadsRun { explanations: ml, namespace: Some("ml".into()), ..all.clone() };
     let mut buf = Vec::new();
@@ -898,6 +1020,7 @@ fn doctor_facts(answer: impl Fn(&Access) -> Answer, identity: Option<Identity>) 
             node: node("True", "KubeletReady"),
         }),
         kueue_lease: None,
+        queues: None,
     }
 }
 
@@ -941,6 +1064,49 @@ fn doctor_missing_rules() {
         error: None,
     };
     doctor_golden("doctor-missing-rules", facts);
+}
+
+/// Kueue's queues as `doctor` reads them: dispatch's check under another controllerName (a
+/// warning with the flag and the Workloads that wait at it), and a ClusterQueue Kueue reports
+/// inactive (a warning, and the summary says Kueue admits nothing there).
+#[test]
+fn doctor_kueue_queues() {
+    let allowed = |_: &Access| Answer::Allowed;
+    let waiting = |check: &str| waiting::Waiting {
+        namespace: "ml".into(),
+        name: "train-llama-7b-x9k2".into(),
+        cluster_queue: Some("team-a".into()),
+        queue_name: Some("user-queue".into()),
+        check: check.into(),
+        state: "Pending".into(),
+        quota_reserved: true,
+        since: Some(ago(secs(60))),
+        message: String::new(),
+    };
+    let mut facts = doctor_facts(allowed, alice());
+    facts.queues = Some(QueueFacts {
+        controller_name: CONTROLLER.into(),
+        cluster_queues: Fetched::Found(vec![cq("team-a", &[CHECK])]),
+        admission_checks: Fetched::Found(vec![ac(CHECK, Some("example.com/dispatch-admission"), None)]),
+        waiting: vec![waiting(CHECK)],
+    });
+    doctor_golden("doctor-controller-elsewhere", facts);
+
+    let mut team_a = cq("team-a", &[CHECK]);
+    team_a.active = Some(kueue_condition(
+        "False",
+        Some("FlavorNotFound"),
+        Some("Can't admit new workloads: references missing ResourceFlavor(s): default-flavor."),
+        secs(20 * 60),
+    ));
+    let mut facts = doctor_facts(allowed, alice());
+    facts.queues = Some(QueueFacts {
+        controller_name: CONTROLLER.into(),
+        cluster_queues: Fetched::Found(vec![team_a, cq("batch", &[])]),
+        admission_checks: Fetched::Found(vec![dispatch_ac(READY)]),
+        waiting: vec![waiting(CHECK)],
+    });
+    doctor_golden("doctor-queue-inactive", facts);
 }
 
 /// Kueue's manager's Lease gone stale: a warning of its own, which leaves doctor's verdict as
@@ -1063,7 +1229,8 @@ fn watch_for_a_minute(output: Output, style: Style) -> (String, String) {
         let opts = LeaseWatch { changes_only: false, until: None, timeout: None };
         let stop = tokio::time::sleep(Duration::from_secs(61));
         let leases = Leases { lease: &dispatch_ref, kueue: &kueue_ref };
-        let shown = Shown { leases, output, opts, live_line: false };
+        let confirm = kubectl_dispatch::commands::live::Confirmers::scripted(None).0;
+        let shown = Shown { leases, output, opts, live_line: false, confirm };
         lease_watch::follow(script(dispatch), || script(kueue), shown, stop, &mut deps).await.unwrap();
         (String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap())
     })
@@ -1084,6 +1251,7 @@ fn every_golden_file_is_rendered_by_a_test() {
         "gate-kueue-shapes",
         "gate-lease-missing",
         "gate-not-listed",
+        "gate-two-failures",
         "lease-fresh",
         "lease-stale",
         "lease-forbidden",
@@ -1109,6 +1277,11 @@ fn every_golden_file_is_rendered_by_a_test() {
         "gate-kueue-lease-none",
         "gate-kueue-lease-forbidden",
         "lease-watch-kueue-down",
+        "gate-controller-elsewhere",
+        "gate-queue-inactive-alone",
+        "workload-queue-inactive",
+        "doctor-controller-elsewhere",
+        "doctor-queue-inactive",
     ];
     let mut expected: BTreeSet<String> =
         names.iter().flat_map(|n| FORMATS.iter().map(move |(suffix, ..)| format!("{n}{suffix}"))).collect();
@@ -1123,6 +1296,9 @@ fn every_golden_file_is_rendered_by_a_test() {
         ["fleet.txt", "fleet-color.txt", "fleet.prom", "fleet.stderr.txt", "fleet-prom.stderr.txt"].map(String::from),
     );
     expected.insert("workloads-ml.txt".into());
+    expected.insert("workloads-all-custom-columns.txt".into());
+    expected.insert("workloads-all-custom-columns-no-headers.txt".into());
+    expected.insert("gate-controller-elsewhere.stderr.txt".into());
     let present: BTreeSet<String> = std::fs::read_dir(golden_dir())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum, ValueHint};
+use clap::{Args, Parser, Subcommand, ValueEnum, ValueHint};
 
 use crate::core::lease::LeaseRef;
 use crate::exit::{EXIT_CODES_HELP, WORKLOAD_EXIT_CODES_HELP};
@@ -67,7 +67,11 @@ pub enum Command {
     #[command(
         after_help = with_examples(DOCTOR_EXAMPLES, EXIT_CODES_HELP),
         mut_arg("namespace", |a| a.help("The namespace whose Workload reads to check, as gate reads them (default: the context's namespace, else default)")),
-        mut_arg("all_namespaces", |a| a.help("Check the Workload reads of every namespace, as gate -A reads them"))
+        mut_arg("all_namespaces", |a| a.help("Check the Workload reads of every namespace, as gate -A reads them")),
+        // doctor's document names no Kubernetes object, so it has no -o name.
+        mut_arg("output", |a| a
+            .help("Output format: table, wide, json, yaml, jsonpath=TEMPLATE, jsonpath-file=FILE, custom-columns=SPEC, custom-columns-file=FILE (the last four over the -o json document)")
+            .value_parser(OutputParser { gate: false, name: false }))
     )]
     Doctor(DoctorArgs),
     /// Print a shell completion script for kubectl-dispatch (bash, zsh, fish or powershell)
@@ -91,8 +95,12 @@ const GATE_EXAMPLES: &str = "  # Workloads stuck? The gate, and what waits at di
 const LEASE_EXAMPLES: &str = "  # dispatch's controller's Lease (dispatch-system/dispatch-admission)
   kubectl dispatch lease
 
-  # A Lease named as kubectl names it: NAME -n NAMESPACE
+  # A Lease named as kubectl names it: NAME -n NAMESPACE (or as --lease: NAMESPACE/NAME)
   kubectl dispatch lease dispatch-admission -n dispatch-system
+  kubectl dispatch lease dispatch-system/dispatch-admission
+
+  # One field of the -o json document: the Lease's are under .lease, not .spec
+  kubectl dispatch lease -o jsonpath='{.lease.status}'
 
   # Follow it; exit 0 once it is fresh again, 3 if 2 minutes pass first
   kubectl dispatch lease --watch --until fresh --timeout 2m";
@@ -297,11 +305,11 @@ pub struct GateOutputArgs {
     /// Output format: table, wide, json, yaml, prometheus (text exposition for node_exporter's
     /// textfile collector or a Pushgateway), name, jsonpath=TEMPLATE, jsonpath-file=FILE,
     /// custom-columns=SPEC, custom-columns-file=FILE (the last five over the -o json document)
-    #[arg(short = 'o', long, value_name = "FORMAT", default_value = "table", hide_possible_values = true, value_parser = OutputParser { gate: true })]
+    #[arg(short = 'o', long, value_name = "FORMAT", default_value = "table", hide_possible_values = true, value_parser = OutputParser { gate: true, name: true })]
     pub output: OutputChoice,
 
     /// Print tables without their header row; stdout gets one table, the waiting Workloads' rows (the checks and the rest go to stderr)
-    #[arg(long)]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", action = clap::ArgAction::Set)]
     pub no_headers: bool,
 
     #[command(flatten)]
@@ -320,11 +328,11 @@ pub struct TemplateArgs {
 pub struct OutputArgs {
     /// Output format: table, wide, json, yaml, name, jsonpath=TEMPLATE, jsonpath-file=FILE,
     /// custom-columns=SPEC, custom-columns-file=FILE (the last five over the -o json document)
-    #[arg(short = 'o', long, value_name = "FORMAT", default_value = "table", hide_possible_values = true, value_parser = OutputParser { gate: false })]
+    #[arg(short = 'o', long, value_name = "FORMAT", default_value = "table", hide_possible_values = true, value_parser = OutputParser { gate: false, name: true })]
     pub output: OutputChoice,
 
     /// Print tables without their header row
-    #[arg(long)]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", action = clap::ArgAction::Set)]
     pub no_headers: bool,
 
     #[command(flatten)]
@@ -349,6 +357,8 @@ const PRINTERS_HELP: &str =
 #[derive(Debug, Clone, Copy)]
 pub struct OutputParser {
     pub gate: bool,
+    /// Whether `-o name` is offered: not for doctor, whose document names no object.
+    pub name: bool,
 }
 
 impl OutputParser {
@@ -372,7 +382,7 @@ impl OutputParser {
         }
         let (name, arg) = text.split_once('=').unwrap_or((text, ""));
         let kind = match PRINTERS.iter().find(|(n, _)| *n == name) {
-            Some((_, PrinterKind::Name)) if text.contains('=') => None,
+            Some((_, PrinterKind::Name)) if text.contains('=') || !self.name => None,
             Some((_, kind)) => Some(*kind),
             None if matches!(name, "go-template" | "go-template-file" | "template" | "templatefile") => {
                 return Err("go-template is not supported: use jsonpath=TEMPLATE, or -o json and jq".into());
@@ -381,7 +391,8 @@ impl OutputParser {
         };
         let Some(kind) = kind else {
             let plain: Vec<&str> = formats.iter().map(|(n, _)| n.as_str()).collect();
-            return Err(format!("possible values: {}, {PRINTERS_HELP}", plain.join(", ")));
+            let printers = if self.name { PRINTERS_HELP } else { &PRINTERS_HELP["name, ".len()..] };
+            return Err(format!("possible values: {}, {printers}", plain.join(", ")));
         };
         if kind != PrinterKind::Name && !text.contains('=') {
             return Err(format!("{name} needs a value: -o {name}=..."));
@@ -417,7 +428,8 @@ impl clap::builder::TypedValueParser for OutputParser {
             ReportFormat::value_variants().iter().filter_map(ValueEnum::to_possible_value).collect()
         };
         let printers = ["name", "jsonpath=", "jsonpath-file=", "custom-columns=", "custom-columns-file="];
-        Some(Box::new(formats.into_iter().chain(printers.into_iter().map(clap::builder::PossibleValue::new))))
+        let printers = printers.into_iter().filter(|p| self.name || *p != "name");
+        Some(Box::new(formats.into_iter().chain(printers.map(clap::builder::PossibleValue::new))))
     }
 }
 
@@ -470,7 +482,6 @@ impl From<ReportFormat> for invocation::Format {
 }
 
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("live").args(["watch", "wait"]).multiple(true)))]
 pub struct GateArgs {
     #[command(flatten)]
     pub target: GateTargetArgs,
@@ -509,14 +520,15 @@ pub struct GateArgs {
     #[arg(long)]
     pub wait: bool,
 
-    /// With --wait or --watch, give up after this long (e.g. 5m); default: never
-    #[arg(long, value_name = "DURATION", requires = "live")]
+    /// With --wait or --watch, give up after this long (e.g. 5m; 0: check once); default: never
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub timeout: Option<String>,
 }
 
 #[derive(Debug, Args)]
 pub struct LeaseArgs {
-    /// The Lease's name, as `kubectl get lease NAME`: in -n NAMESPACE, else the context's namespace
+    /// The Lease's name, as `kubectl get lease NAME`: in -n NAMESPACE, else the context's
+    /// namespace; or NAMESPACE/NAME, as --lease takes it (-n may not name another namespace)
     #[arg(value_name = "NAME", conflicts_with = "lease")]
     pub name: Option<String>,
 
@@ -539,11 +551,11 @@ pub struct LeaseArgs {
 
     /// With --watch, exit 0 as soon as this happens: fresh (a live heartbeat), stale (not one:
     /// stale, no holder, never renewed, or missing), holder-change (another holder takes it)
-    #[arg(long, value_enum, requires = "watch", value_name = "CONDITION", hide_possible_values = true)]
+    #[arg(long, value_enum, requires = "watch", value_name = "CONDITION")]
     pub until: Option<Until>,
 
-    /// Give up watching after this long (e.g. 2m); default: never
-    #[arg(long, value_name = "DURATION", requires = "watch")]
+    /// With --watch, give up after this long (e.g. 2m; 0: check once); default: never
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub timeout: Option<String>,
 
     /// With --watch, Kueue's manager's Lease, followed as context [default: kueue-system/c1f6bfd2.kueue.x-k8s.io]
@@ -563,6 +575,10 @@ pub struct DoctorArgs {
     #[command(flatten)]
     pub scope: ScopeArgs,
 
+    /// dispatch's controllerName on AdmissionChecks [default: dispatch-admission]
+    #[arg(long, value_name = "NAME")]
+    pub controller_name: Option<String>,
+
     #[command(flatten)]
     pub output: OutputArgs,
 
@@ -571,14 +587,15 @@ pub struct DoctorArgs {
     pub rbac: bool,
 }
 
-/// What `lease --watch --until` waits for.
+/// What `lease --watch --until` waits for. Its values are described in the flag's help (no
+/// doc comment on them: clap would list them again, on lines of their own, in `--help` only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Until {
-    /// The Lease is a live heartbeat
+    // The Lease is a live heartbeat.
     Fresh,
-    /// The Lease is not a live heartbeat (stale, no holder, never renewed, or missing)
+    // The Lease is not a live heartbeat (stale, no holder, never renewed, or missing).
     Stale,
-    /// Another holder takes the Lease
+    // Another holder takes the Lease.
     HolderChange,
 }
 
@@ -652,12 +669,18 @@ mod tests {
 
     #[test]
     fn output_values() {
-        let gate = |s: &str| OutputParser { gate: true }.choice(s);
+        let gate = |s: &str| OutputParser { gate: true, name: true }.choice(s);
         assert_eq!(gate("json").unwrap(), OutputChoice { format: invocation::Format::Json, printer: None });
         assert_eq!(gate("prometheus").unwrap().format, invocation::Format::Prometheus);
         let jp = gate("jsonpath={.a=b}").unwrap();
         assert_eq!(jp.printer, Some((PrinterKind::JsonPath, "{.a=b}".to_string())));
-        assert!(OutputParser { gate: false }.choice("prometheus").is_err());
+        assert!(OutputParser { gate: false, name: true }.choice("prometheus").is_err());
+        let doctor = OutputParser { gate: false, name: false };
+        assert_eq!(
+            doctor.choice("name").unwrap_err(),
+            "possible values: table, wide, json, yaml, jsonpath=TEMPLATE, jsonpath-file=FILE, custom-columns=SPEC, custom-columns-file=FILE"
+        );
+        assert!(doctor.choice("jsonpath={.a}").is_ok());
         assert!(gate("jsonpath").is_err());
         assert!(gate("name=x").is_err());
         assert!(gate("go-template={{.}}").unwrap_err().contains("not supported"));

@@ -21,11 +21,13 @@ use std::time::Duration;
 
 use clap::{Arg, ArgAction, ArgMatches, CommandFactory, FromArgMatches, ValueHint};
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, DynamicObject, ListParams};
+use kube::api::{Api, ListParams};
+use kube::core::ApiResource;
 
 use super::args::{Cli, CompletionShell, ConnectionArgs};
 use crate::cluster::connecting::connect;
-use crate::cluster::reading::fetch;
+use crate::cluster::reading::pager::{Failed, Pager};
+use crate::cluster::reading::{fetch, wire};
 use crate::exit::Exit;
 use crate::invocation::ConnectionSettings;
 use crate::log::Log;
@@ -130,6 +132,13 @@ enum Lookup {
     Workloads,
 }
 
+/// The most names one lookup gathers: far more than a shell can show usefully, and a bound on
+/// what a cluster of millions of Workloads costs a TAB.
+const MAX_NAMES: usize = 10_000;
+
+/// An object as a lookup reads it: its name, the rest skipped unread.
+type Named = wire::WireObject<serde::de::IgnoredAny, serde::de::IgnoredAny>;
+
 async fn lookup(kind: Lookup, connection: &ConnectionSettings) -> Option<Vec<String>> {
     let log = Log::silent();
     // The exec credential plugin, if any, is bounded like every request, and never gets the
@@ -137,30 +146,42 @@ async fn lookup(kind: Lookup, connection: &ConnectionSettings) -> Option<Vec<Str
     let connect_options =
         connect::ConnectOptions { request_timeout: Some(LOOKUP_TIMEOUT), interactive: false, pass_stderr: false };
     let conn = connect::connect(connection, connect_options, &log).await.ok()?;
-    let params = ListParams::default();
-    let list = match kind {
-        Lookup::Namespaces => Api::<Namespace>::all(conn.client.clone()).list_metadata(&params).await.ok()?,
-        Lookup::Kueue(..) | Lookup::Workloads => {
-            let (kind, plural) = match kind {
-                Lookup::Kueue(kind, plural) => (kind, plural),
-                _ => ("Workload", "workloads"),
-            };
-            let kueue = fetch::discover_kueue(&conn, &log).await.ok()?;
-            // Names only; Kueue's conversion webhook being down must not hide them.
-            let served = fetch::read_served(&kueue, &log, async |k: &fetch::KueueApi| {
-                let resource = k.resource(kind, plural);
-                let api: Api<DynamicObject> = match kind {
-                    "Workload" => Api::namespaced_with(conn.client.clone(), &conn.namespace, &resource),
-                    _ => Api::all_with(conn.client.clone(), &resource),
-                };
-                api.list_metadata(&params).await.map_err(|e| fetch::list_error(e, &conn, k, kind))
-            })
-            .await
-            .ok()?;
-            return Some(served.value.items.into_iter().filter_map(|o| o.metadata.name).collect());
+    let (kind, plural) = match kind {
+        Lookup::Namespaces => {
+            let api = Api::all_with(conn.client.clone(), &ApiResource::erase::<Namespace>(&()));
+            return names(api, "Namespaces", &log).await.ok();
         }
+        Lookup::Kueue(kind, plural) => (kind, plural),
+        Lookup::Workloads => ("Workload", "workloads"),
     };
-    Some(list.items.into_iter().filter_map(|o| o.metadata.name).collect())
+    let kueue = fetch::discover_kueue(&conn, &log).await.ok()?;
+    // Names only; Kueue's conversion webhook being down must not hide them.
+    let served = fetch::read_served(&kueue, &log, async |k: &fetch::KueueApi| {
+        let resource = k.resource(kind, plural);
+        let api: Api<Named> = match kind {
+            "Workload" => Api::namespaced_with(conn.client.clone(), &conn.namespace, &resource),
+            _ => Api::all_with(conn.client.clone(), &resource),
+        };
+        names(api, kind, &log).await.map_err(|e| match e {
+            Failed::Request(e) => fetch::list_error(e, &conn, k, kind),
+            Failed::Bound(message) => crate::error::Error::Bound(message),
+        })
+    })
+    .await
+    .ok()?;
+    Some(served.value)
+}
+
+/// The names of `api`'s objects, page by page, up to [`MAX_NAMES`].
+async fn names(api: Api<Named>, what: &str, log: &Log) -> Result<Vec<String>, Failed> {
+    let mut pager = Pager::keeping(api, what, ListParams::default(), |o: Named| o.metadata.name);
+    let mut names = Vec::new();
+    while names.len() < MAX_NAMES {
+        let Some(page) = pager.next(log).await? else { break };
+        names.extend(page.items.into_iter().flatten());
+    }
+    names.truncate(MAX_NAMES);
+    Ok(names)
 }
 
 fn kubeconfig_names(long: &str, connection: &ConnectionSettings) -> Vec<String> {
@@ -329,7 +350,7 @@ impl Line {
 #[derive(Default)]
 struct Candidates {
     text: String,
-    seen: Vec<String>,
+    seen: std::collections::HashSet<String>,
 }
 
 impl Candidates {
@@ -337,10 +358,9 @@ impl Candidates {
     /// control, bidi or invisible character, [`needs_escape`]): names from a kubeconfig or a
     /// cluster must not reach the shell as more than one line, nor look like another name.
     fn push(&mut self, value: &str, help: Option<String>, prefix: &str) {
-        if !value.starts_with(prefix) || value.chars().any(needs_escape) || self.seen.iter().any(|s| s == value) {
+        if !value.starts_with(prefix) || value.chars().any(needs_escape) || !self.seen.insert(value.to_string()) {
             return;
         }
-        self.seen.push(value.to_string());
         self.text.push_str(value);
         if let Some(help) = help.as_deref().and_then(|h| h.lines().next()).filter(|h| !h.is_empty()) {
             let help: String = help.chars().filter(|&c| !needs_escape(c)).collect();

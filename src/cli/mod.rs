@@ -69,6 +69,12 @@ fn usage(e: clap::Error) -> Exit {
         let listed: Vec<&str> = text.lines().skip(1).take_while(|l| l.starts_with("  ")).map(str::trim).collect();
         line = format!("{line} {}", listed.join(", "));
     }
+    // A value that is none of a flag's values (`--until bogus`): the values, on the same line,
+    // as `-o` lists its formats.
+    let values = text.lines().map(str::trim).find_map(|l| l.strip_prefix("[possible values: ")?.strip_suffix(']'));
+    if let Some(values) = values {
+        line = format!("{line}: possible values: {values}");
+    }
     // clap's did-you-mean for a verb or a flag (`tip: a similar argument exists: '--all-namespaces'`).
     let tip = lines.map(str::trim).find(|l| l.starts_with("tip: a similar"));
     let stderr = LineSink::stderr();

@@ -54,6 +54,7 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
                 .into(),
         ));
     }
+    timeout_needs_a_live_mode(&cli.command)?;
     let fleet = fleet(&cli.command, &connection.contexts)?;
     let resolved = connection.settings(scope.namespace.clone());
     let printer = printer(&cli.command)?;
@@ -64,6 +65,19 @@ pub fn resolve(cli: Cli) -> Result<Invocation, Error> {
     }
     let verb = verb(cli.command, fleet, scope.all_namespaces, scope.namespace.as_deref())?;
     Ok(Invocation { connection: resolved, timeout, verb, printer, color: cli.color.into() })
+}
+
+/// `--timeout` bounds a live mode: alone, the one-shot reads once and it would mean nothing.
+fn timeout_needs_a_live_mode(command: &Command) -> Result<(), Error> {
+    match command {
+        Command::Gate(a) if a.timeout.is_some() && !(a.watch || a.wait) => {
+            Err(Error::Usage("--timeout needs --watch or --wait (without them gate reads once)".into()))
+        }
+        Command::Lease(a) if a.timeout.is_some() && !a.watch => {
+            Err(Error::Usage("--timeout needs --watch (without it lease reads once)".into()))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// gate's -n/-A and workload's -n, after the verb or before it (`top`); lease reads no Workloads.
@@ -152,22 +166,11 @@ fn verb(command: Command, fleet: Option<Fleet>, all_namespaces: bool, namespace:
                 .transpose()?,
             view,
         },
-        Command::Lease(args) => Verb::Lease {
-            lease: named_lease(&args, namespace, lease_ref(&args.target, &read_target_config(&args.target)?)?),
-            in_context_namespace: args.name.is_some() && namespace.is_none(),
-            kueue_lease: args.kueue_lease.clone().unwrap_or_else(LeaseRef::kueue_default),
-            output: (&args.output).into(),
-            watch: args
-                .watch
-                .then(|| {
-                    Ok::<_, Error>(LeaseWatch {
-                        changes_only: args.changes_only,
-                        until: args.until.map(Into::into),
-                        timeout: wait_timeout(args.timeout.as_deref())?,
-                    })
-                })
-                .transpose()?,
-        },
+        Command::Lease(args) => {
+            let dispatch = lease_ref(&args.target, &read_target_config(&args.target)?)?;
+            let (lease, in_context_namespace) = named_lease(args.name.as_deref(), namespace, &dispatch)?;
+            lease_verb(&args, lease, in_context_namespace, dispatch.namespace)?
+        }
         Command::Workload(args) => match args.name.clone() {
             Some(name) => {
                 Verb::Workload { settings: gate_settings(&args.target())?, output: (&args.output).into(), name }
@@ -179,16 +182,45 @@ fn verb(command: Command, fleet: Option<Fleet>, all_namespaces: bool, namespace:
                 view,
             },
         },
-        Command::Doctor(args) => Verb::Doctor {
-            lease: lease_ref(&args.lease, &read_target_config(&args.lease)?)?,
-            kueue_lease: args.kueue_lease.kueue_lease.clone().unwrap_or_else(LeaseRef::kueue_default),
-            output: (&args.output).into(),
-            all_namespaces,
-            rbac: args.rbac,
-        },
+        Command::Doctor(args) => {
+            let file = read_target_config(&args.lease)?;
+            Verb::Doctor {
+                lease: lease_ref(&args.lease, &file)?,
+                controller_name: args
+                    .controller_name
+                    .clone()
+                    .or(file.controller_name)
+                    .unwrap_or(GateSettings::default().controller_name),
+                kueue_lease: args.kueue_lease.kueue_lease.clone().unwrap_or_else(LeaseRef::kueue_default),
+                output: (&args.output).into(),
+                all_namespaces,
+                rbac: args.rbac,
+            }
+        }
         // Need no cluster: `cli::parse` prints them before resolving anything.
         Command::Completion(_) => return Err(Error::Usage("completion is not a cluster command".into())),
         Command::Options => return Err(Error::Usage("options is not a cluster command".into())),
+    })
+}
+
+/// `lease`'s settings, once its Lease is named.
+fn lease_verb(args: &LeaseArgs, lease: LeaseRef, in_context_namespace: bool, dispatch: String) -> Result<Verb, Error> {
+    Ok(Verb::Lease {
+        lease,
+        in_context_namespace,
+        dispatch_namespace: dispatch,
+        kueue_lease: args.kueue_lease.clone().unwrap_or_else(LeaseRef::kueue_default),
+        output: (&args.output).into(),
+        watch: args
+            .watch
+            .then(|| {
+                Ok::<_, Error>(LeaseWatch {
+                    changes_only: args.changes_only,
+                    until: args.until.map(Into::into),
+                    timeout: wait_timeout(args.timeout.as_deref())?,
+                })
+            })
+            .transpose()?,
     })
 }
 
@@ -203,9 +235,6 @@ fn printer(command: &Command) -> Result<Option<PrinterSpec>, Error> {
         Command::Completion(_) | Command::Options => return Ok(None),
     };
     let Some((kind, arg)) = &choice.printer else { return Ok(None) };
-    if matches!(command, Command::Doctor(_)) && *kind == PrinterKind::Name {
-        return Err(Error::Usage("doctor names no objects: -o name is for gate, lease and workload".into()));
-    }
     let template = match kind {
         PrinterKind::JsonPathFile | PrinterKind::CustomColumnsFile => {
             std::fs::read_to_string(arg).map_err(|e| Error::Usage(format!("error reading template {arg}, {e}")))?
@@ -260,16 +289,37 @@ fn read_target_config(target: &LeaseTargetArgs) -> Result<KueueConfig, Error> {
     }
 }
 
-/// `--lease`, else the config's `kueue.admissionLease`, else the default.
 /// `lease NAME -n NS`, kubectl's way: NAME (else the configured Lease's name) in NS (else, for
-/// a NAME, the context's namespace, filled in once connected; else the configured namespace).
-fn named_lease(args: &LeaseArgs, namespace: Option<&str>, configured: LeaseRef) -> LeaseRef {
-    LeaseRef {
-        namespace: namespace.map(str::to_string).unwrap_or(configured.namespace),
-        name: args.name.clone().unwrap_or(configured.name),
-    }
+/// a NAME, the context's namespace, filled in once connected: the `bool`; else the configured
+/// namespace). NAME may be `NAMESPACE/NAME`, as `--lease` takes it; a `-n` that names another
+/// namespace is refused with kubectl's words for a namespace given twice (`kubectl get -f`
+/// of an object in one namespace with `-n` another).
+fn named_lease(name: Option<&str>, namespace: Option<&str>, configured: &LeaseRef) -> Result<(LeaseRef, bool), Error> {
+    Ok(match name {
+        Some(text) if text.contains('/') => {
+            let lease: LeaseRef = text
+                .parse()
+                .map_err(|_| Error::Usage(format!("invalid Lease {text:?}: name it NAME or NAMESPACE/NAME")))?;
+            if let Some(given) = namespace.filter(|n| *n != lease.namespace) {
+                let ns = &lease.namespace;
+                return Err(Error::Usage(format!(
+                    "the namespace from the provided object \"{ns}\" does not match the namespace \"{given}\". You must pass '--namespace={ns}' to perform this operation."
+                )));
+            }
+            (lease, false)
+        }
+        Some(name) => match namespace {
+            Some(ns) => (LeaseRef { namespace: ns.to_string(), name: name.to_string() }, false),
+            None => (LeaseRef { namespace: configured.namespace.clone(), name: name.to_string() }, true),
+        },
+        None => {
+            let ns = namespace.map_or_else(|| configured.namespace.clone(), str::to_string);
+            (LeaseRef { namespace: ns, name: configured.name.clone() }, false)
+        }
+    })
 }
 
+/// `--lease`, else the config's `kueue.admissionLease`, else the default.
 fn lease_ref(target: &LeaseTargetArgs, file: &KueueConfig) -> Result<LeaseRef, Error> {
     Ok(match (&target.lease, &file.admission_lease) {
         (Some(lease), _) => lease.clone(),
@@ -306,16 +356,22 @@ fn read_config(path: &Path) -> Result<KueueConfig, Error> {
     Ok(config.kueue)
 }
 
-/// `--timeout` of the live modes: a duration, or seconds; none means wait for ever.
+/// `--timeout` of the live modes: a duration, or seconds; none means wait for ever, and 0
+/// checks once, as `kubectl wait --timeout=0` does. A negative one is refused: kubectl wait
+/// reads it as a week, which nobody typing `-1s` means.
 fn wait_timeout(text: Option<&str>) -> Result<Option<Duration>, Error> {
-    match text {
-        None => Ok(None),
-        Some(t) => duration_flag(t).map_err(|e| match e {
-            BadDuration::Invalid => Error::Usage(format!(
-                "invalid --timeout {t:?}: use a whole number of seconds, or a duration such as 2m"
-            )),
-            BadDuration::TooLong => Error::Usage(too_long("--timeout", t)),
-        }),
+    let Some(t) = text else { return Ok(None) };
+    if t.starts_with('-') {
+        return Err(Error::Usage(format!(
+            "invalid --timeout {t:?}: a timeout is not negative (0 checks once; without --timeout it waits for ever)"
+        )));
+    }
+    match duration_flag(t) {
+        Ok(d) => Ok(Some(d.unwrap_or(Duration::ZERO))),
+        Err(BadDuration::Invalid) => Err(Error::Usage(format!(
+            "invalid --timeout {t:?}: use a whole number of seconds, or a duration such as 2m"
+        ))),
+        Err(BadDuration::TooLong) => Err(Error::Usage(too_long("--timeout", t))),
     }
 }
 
@@ -439,6 +495,10 @@ mod tests {
             assert!(e.contains(want), "{absurd}: {e}");
         }
         assert!(wait_timeout(Some("10000000000000000000")).unwrap_err().to_string().starts_with("invalid --timeout"));
+        // A live mode's 0 checks once (kubectl wait's); --request-timeout's 0 means no bound.
+        assert_eq!(wait_timeout(Some("0")).unwrap(), Some(Duration::ZERO));
+        assert_eq!(wait_timeout(Some("0s")).unwrap(), Some(Duration::ZERO));
+        assert_eq!(wait_timeout(None).unwrap(), None);
     }
 
     fn resolve_words(words: &[&str]) -> Result<Invocation, String> {
@@ -459,6 +519,23 @@ mod tests {
         assert_eq!(lease(&["lease", "-n", "ns"]), ("ns/dispatch-admission".into(), false));
         assert!(lease(&["lease", "x"]).1, "NAME alone: the context's namespace, as kubectl");
         assert_eq!(lease(&["lease"]), ("dispatch-system/dispatch-admission".into(), false));
+        // NAMESPACE/NAME, as --lease takes it; -n may repeat its namespace, not contradict it.
+        assert_eq!(lease(&["lease", "ns/x"]), ("ns/x".into(), false));
+        assert_eq!(lease(&["lease", "ns/x", "-n", "ns"]), ("ns/x".into(), false));
+        assert_eq!(lease(&["-n", "ns", "lease", "ns/x"]), ("ns/x".into(), false));
+        for words in [&["lease", "ns/x", "-n", "other"][..], &["-n", "other", "lease", "ns/x"]] {
+            let e = resolve_words(words).unwrap_err();
+            assert_eq!(
+                e,
+                "the namespace from the provided object \"ns\" does not match the namespace \"other\". You must pass '--namespace=ns' to perform this operation."
+            );
+        }
+        for bad in ["ns/", "/x", "a/b/c"] {
+            let e = resolve_words(&["lease", bad]).unwrap_err();
+            assert_eq!(e, format!("invalid Lease {bad:?}: name it NAME or NAMESPACE/NAME"));
+        }
+        let Verb::Lease { dispatch_namespace, .. } = resolve_words(&["lease", "x"]).unwrap().verb else { panic!() };
+        assert_eq!(dispatch_namespace, "dispatch-system", "where did-you-mean looks");
     }
 
     #[test]
@@ -494,13 +571,21 @@ mod tests {
             &["lease", "-A"],
             &["lease", "x", "--lease", "a/b"],
             &["lease", "-o", "prometheus"],
-            &["gate", "--timeout", "5s"],
             &["gate", "--all-contexts", "--context", "a"],
             &["gate", "--all-contexts", "--watch"],
+            &["doctor", "-o", "name"],
         ] {
             assert!(usage(words).starts_with("clap: "), "{words:?}");
         }
         assert!(usage(&["-A", "lease"]).contains("lease reads one Lease"));
+        assert_eq!(
+            usage(&["gate", "--timeout", "5s"]),
+            "--timeout needs --watch or --wait (without them gate reads once)"
+        );
+        assert_eq!(usage(&["lease", "--timeout", "5s"]), "--timeout needs --watch (without it lease reads once)");
+        for words in [&["gate", "--wait", "--timeout", "-1s"][..], &["lease", "--watch", "--timeout=-1s"]] {
+            assert!(usage(words).starts_with("invalid --timeout \"-1s\": a timeout is not negative"), "{words:?}");
+        }
         assert!(usage(&["--context", "a", "gate", "--all-contexts"]).contains("'--all-contexts' cannot be used with"));
         assert!(usage(&["gate", "-o", "prometheus", "--wait"]).contains("-o prometheus"));
         assert!(resolve_words(&["gate", "--wait", "--timeout", "5s"]).is_ok());
@@ -525,7 +610,6 @@ mod tests {
             (&["gate", "-o", "jsonpath={.a["][..], "error parsing jsonpath {.a[, unterminated array"),
             (&["gate", "-o", "custom-columns=NAME"], "unexpected custom-columns spec: NAME"),
             (&["gate", "--sort-by", "{.a}{.b}"], "unexpected path string"),
-            (&["doctor", "-o", "name"], "doctor names no objects"),
             (&["gate", "--context", "a", "--context", "b", "-o", "name"], "give --context once"),
             (&["gate", "-o", "jsonpath-file=/nonexistent/template"], "error reading template /nonexistent/template"),
         ] {

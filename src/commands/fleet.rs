@@ -21,7 +21,7 @@ use crate::core::verdict::Verdict;
 use crate::error::Error;
 use crate::exit::Exit;
 use crate::invocation::ConnectionSettings;
-use crate::invocation::{Fleet, Output};
+use crate::invocation::{Fleet, Format, Output};
 use crate::render::fleet;
 use crate::report::fleet::ContextResult;
 
@@ -57,17 +57,44 @@ pub fn run(opts: &FleetOptions<'_>, deps: &mut Deps<'_>) -> Result<Exit, Error> 
         Fleet::All => crate::cluster::connecting::kubeconfig::context_names(opts.connection)?,
     };
     let names = once_each(names);
-    let outcomes = judge_all(&names, opts, deps.log, deps.clock);
+    // A table prints each context's rows the moment it is judged, as kubectl prints one table
+    // per resource: a context still reading holds back no other's. The documents (JSON, YAML,
+    // prometheus) are one whole each, printed at the end, in the kubeconfig's order.
+    let streamed = matches!(opts.output.format, Format::Table | Format::Wide);
+    let (out, style) = (&mut *deps.out, deps.style);
+    let mut printed = 0usize;
+    let mut shown = |r: &ContextResult| -> std::io::Result<()> {
+        if !streamed {
+            return Ok(());
+        }
+        printed += 1;
+        if printed == 1 || opts.output.no_headers {
+            fleet::render(std::slice::from_ref(r), opts.output, style, out)?;
+            return out.flush();
+        }
+        // A later context: aligned with the header, as the first was, and written without it.
+        let mut block = Vec::new();
+        fleet::render(std::slice::from_ref(r), opts.output, style, &mut block)?;
+        let start = block.iter().position(|&b| b == b'\n').map_or(block.len(), |i| i + 1);
+        out.write_all(&block[start..])?;
+        out.flush()
+    };
+    let outcomes = judge_all(&names, opts, deps.log, deps.clock, &mut shown);
     let results: Vec<ContextResult> = names
         .iter()
         .zip(outcomes)
-        .map(|(name, outcome)| ContextResult {
-            context: name.clone(),
-            outcome: outcome.unwrap_or_else(|| Err("the judging thread failed".into())),
+        .map(|(name, outcome)| {
+            outcome.unwrap_or_else(|| {
+                let r = ContextResult { context: name.clone(), outcome: Err("the judging thread failed".into()) };
+                let _ = shown(&r);
+                r
+            })
         })
         .collect();
     fleet::notes(&results, opts.output, deps.err)?;
-    fleet::render(&results, opts.output, deps.style, deps.out)?;
+    if !streamed {
+        fleet::render(&results, opts.output, deps.style, deps.out)?;
+    }
     Ok(worst(&results))
 }
 
@@ -98,13 +125,11 @@ fn judge_all(
     opts: &FleetOptions<'_>,
     log: &crate::log::Log,
     clock: &dyn crate::clock::Clock,
-) -> Vec<Option<Outcome>> {
-    let outcomes: Mutex<Vec<Option<Outcome>>> = Mutex::new(names.iter().map(|_| None).collect());
-    let record = |i: usize, outcome: Outcome| {
-        if let Some(slot) = outcomes.lock().unwrap_or_else(|e| e.into_inner()).get_mut(i) {
-            *slot = Some(outcome);
-        }
-    };
+    shown: &mut dyn FnMut(&ContextResult) -> std::io::Result<()>,
+) -> Vec<Option<ContextResult>> {
+    let mut results: Vec<Option<ContextResult>> = names.iter().map(|_| None).collect();
+    let (judged, arriving) = mpsc::channel::<(usize, Outcome)>();
+    let record = |i: usize, outcome: Outcome| drop(judged.send((i, outcome)));
     let workers = opts.max_concurrency.clamp(1, names.len().max(1));
     let next = AtomicUsize::new(0);
     let (ready, waiting) = mpsc::sync_channel::<Connected>(workers * WAITING_PER_WORKER);
@@ -132,26 +157,53 @@ fn judge_all(
                 loop {
                     let taken = waiting.lock().unwrap_or_else(|e| e.into_inner()).recv();
                     let Ok(c) = taken else { break };
-                    // The timer is made inside the runtime, which drives it.
-                    let reading = async {
-                        tokio::time::timeout(CONTEXT_BOUND, read_and_judge(&c.conn, c.kueue, opts, log, clock)).await
-                    };
-                    let outcome = c.runtime.block_on(reading).unwrap_or_else(|_| {
-                        Err(format!(
-                            "reading this context did not end within {}, the bound on one context of a fleet",
-                            crate::core::duration::go_duration(CONTEXT_BOUND)
-                        ))
-                    });
-                    record(c.index, outcome);
+                    record(c.index, read_on_own_runtime(c, opts, log, clock));
                 }
             }));
         }
-        // A thread that failed leaves its contexts unjudged (`None`), never the others.
+        // Each context as it is judged, until every thread is done (a thread that failed
+        // leaves its contexts unjudged, `None`, never the others).
+        let mut left = names.len();
+        while left > 0 {
+            let (i, outcome) = match arriving.recv_timeout(Duration::from_millis(200)) {
+                Ok(judged) => judged,
+                // Every thread done: what they sent is all there.
+                Err(_) if threads.iter().all(|t| t.is_finished()) => match arriving.try_recv() {
+                    Ok(judged) => judged,
+                    Err(_) => break,
+                },
+                Err(_) => continue,
+            };
+            let result = ContextResult { context: names[i].clone(), outcome };
+            let _ = shown(&result);
+            if let Some(slot) = results.get_mut(i) {
+                *slot = Some(result);
+                left -= 1;
+            }
+        }
         for thread in threads {
             let _ = thread.join();
         }
     });
-    outcomes.into_inner().unwrap_or_else(|e| e.into_inner())
+    results
+}
+
+/// Reads and judges a connected context on its own runtime, within [`CONTEXT_BOUND`].
+fn read_on_own_runtime(
+    c: Connected,
+    opts: &FleetOptions<'_>,
+    log: &crate::log::Log,
+    clock: &dyn crate::clock::Clock,
+) -> Outcome {
+    // The timer is made inside the runtime, which drives it.
+    let reading =
+        async { tokio::time::timeout(CONTEXT_BOUND, read_and_judge(&c.conn, c.kueue, opts, log, clock)).await };
+    c.runtime.block_on(reading).unwrap_or_else(|_| {
+        Err(format!(
+            "reading this context did not end within {}, the bound on one context of a fleet",
+            crate::core::duration::go_duration(CONTEXT_BOUND)
+        ))
+    })
 }
 
 /// The names in their first order, each once.

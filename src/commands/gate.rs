@@ -8,6 +8,7 @@ use crate::core::fetched::Fetched;
 use crate::core::gate::{self, GateFacts, GateSettings};
 use crate::core::kueue::{AdmissionCheck, ClusterQueue};
 use crate::core::kueue_lease;
+use crate::core::lookalike;
 use crate::core::skew;
 use crate::core::waiting::{self, WaitingScope};
 use crate::error::Error;
@@ -99,8 +100,12 @@ async fn kueue_reads(
     let namespace = (!opts.all_namespaces).then_some(conn.namespace.as_str());
     let scoped = async {
         let acs = fetch::admission_checks(conn, kueue, log).await?;
+        // Beside dispatch's checks, those that plainly are dispatch's under another
+        // controllerName, when none names dispatch's: their Workloads are counted, not listed.
+        let mut checks = gate::dispatch_checks(opts.settings, &acs);
+        checks.extend(lookalike::names(opts.settings.wanted(), &acs));
         let scope = WaitingScope {
-            checks: gate::dispatch_checks(opts.settings, &acs),
+            checks,
             cluster_queues: opts.settings.cluster_queues.iter().cloned().collect::<BTreeSet<_>>(),
             all_states: opts.all_states,
         };
@@ -122,8 +127,10 @@ pub fn judge(
     namespace: &str,
     now: k8s_openapi::jiff::Timestamp,
 ) -> GateRun {
-    let report = gate::evaluate(opts.settings, &collected.facts, now);
-    let forbidden = match &collected.waiting {
+    let mut report = gate::evaluate(opts.settings, &collected.facts, now);
+    let (waiting, near) = split_lookalikes(collected.waiting, &report.dispatch_checks);
+    report.lookalikes = lookalike::find(opts.settings.wanted(), &collected.facts.admission_checks, &near);
+    let forbidden = match &waiting {
         Fetched::Forbidden(d) => Some(d.rule.as_str()),
         _ => None,
     };
@@ -131,8 +138,23 @@ pub fn judge(
     let warnings = warnings(read_with, report.lease.facts.as_ref(), forbidden, now);
     let namespace = (!opts.all_namespaces).then(|| namespace.to_string());
     let kueue_lease = collected.kueue_lease.map(|f| kueue_lease::assess(&opts.settings.kueue_lease, &f, now));
-    let waiting = collected.waiting.map(|w| sort_waiting(w, opts.sort_by, now));
+    let waiting = waiting.map(|w| sort_waiting(w, opts.sort_by, now));
     GateRun { report, waiting, namespace, warnings, now, kueue_lease }
+}
+
+/// The rows at dispatch's own checks, and apart from them those at its lookalikes (empty when
+/// the list was not read).
+fn split_lookalikes(
+    waiting: Fetched<Vec<waiting::Waiting>>,
+    dispatch: &BTreeSet<String>,
+) -> (Fetched<Vec<waiting::Waiting>>, Vec<waiting::Waiting>) {
+    match waiting {
+        Fetched::Found(rows) => {
+            let (ours, near) = lookalike::split(rows, dispatch);
+            (Fetched::Found(ours), near)
+        }
+        other => (other, Vec::new()),
+    }
 }
 
 /// `--sort-by`: the waiting Workloads ordered by what the JSONPath finds in each one's `-o
@@ -197,7 +219,9 @@ pub async fn run(conn: &Connection, opts: &GateOptions<'_>, deps: &mut Deps<'_>)
     let now = deps.clock.now();
     let typos = crate::core::hint::gate_names(opts.settings, &collected.facts);
     let lease_missing = matches!(collected.facts.lease, Fetched::Missing);
-    let run = judge(collected, opts, &conn.namespace, now);
+    let mut run = judge(collected, opts, &conn.namespace, now);
+    // The one-shot gate says dispatch's check under another controllerName (in -o json too).
+    run.warnings.extend(run.report.lookalikes.iter().map(|l| l.warning(&opts.settings.controller_name)));
     for w in &run.warnings {
         deps.warn(w);
     }
@@ -216,13 +240,14 @@ pub async fn run(conn: &Connection, opts: &GateOptions<'_>, deps: &mut Deps<'_>)
         crate::render::gate::render_to(&run, opts.output, deps.style, deps.out, deps.err)?;
     }
     deps.out.flush()?;
-    if run.waiting.found().is_some_and(|w| w.is_empty()) && matches!(opts.output.format, Format::Table | Format::Wide) {
-        let scope = match &run.namespace {
-            Some(ns) => format!("in namespace {ns}"),
-            None => "in any namespace".into(),
-        };
-        let _ = writeln!(deps.err, "No workloads wait at dispatch's check {scope}.");
-        if run.namespace.is_some()
+    if matches!(opts.output.format, Format::Table | Format::Wide) {
+        let notes = crate::render::gate::waiting_notes(&run, opts.selector);
+        for line in &notes {
+            let _ = writeln!(deps.err, "{line}");
+        }
+        let none = notes.first().is_some_and(|l| l.starts_with("No workloads wait"));
+        if none
+            && run.namespace.is_some()
             && let Some(n) = elsewhere(conn, &kueue, opts, &run, deps.log).await
         {
             let noun = if n == 1 { "workload waits" } else { "workloads wait" };

@@ -11,15 +11,18 @@ use std::time::Duration;
 
 use futures::stream::{self, BoxStream};
 use k8s_openapi::jiff::Timestamp;
-use tokio::time::Instant;
 
 use super::Deps;
 use super::gate::{Collected, GateOptions};
-use super::live::{ConnectionStory, Documents, LiveLoop, Woke};
+use super::live::{Confirmers, Documents, Driver, Feed, LiveLoop, Woken};
 use crate::cluster::connecting::connect::Connection;
 use crate::cluster::reading::fetch::{self, KueueApi};
 use crate::cluster::watching::kueue::{self as streams, STREAMS, Update, What};
-use crate::core::live_gate::{LiveGate, Signature};
+use crate::core::heartbeats::{Heartbeats, Steps};
+use crate::core::kueue_lease::{First, Told};
+use crate::core::lease::LeaseAssessment;
+use crate::core::live_gate::{Fact, LiveGate, Signature};
+use crate::core::live_lease::{End, Ending, Role, Setup};
 use crate::core::verdict::Verdict;
 use crate::error::Error;
 use crate::exit::Exit;
@@ -51,9 +54,16 @@ pub async fn run(
     if let Some(w) = &served.warning {
         deps.warn(w);
     }
-    let streams =
-        streams::streams(conn, &served.kueue, opts.settings, opts.all_states, namespace.as_deref(), opts.selector, log);
-    super::live::ended(follow(streams, opts, live, namespace, super::shutdown(), deps).await)
+    let (restart, dispatch) = crate::cluster::watching::reflector::restart();
+    let (kueue_restart, kueue) = crate::cluster::watching::reflector::restart();
+    let scope = (namespace.as_deref(), opts.selector);
+    let restarts = streams::Restarts { dispatch, kueue };
+    let streams = streams::streams(conn, &served.kueue, opts.settings, opts.all_states, scope, log, restarts);
+    let confirm = Confirmers {
+        dispatch: super::live::confirmer(conn, &opts.settings.lease, restart),
+        kueue: super::live::confirmer(conn, &opts.settings.kueue_lease, kueue_restart),
+    };
+    super::live::ended(follow(streams, opts, (live, confirm), namespace, super::shutdown(), deps).await)
 }
 
 /// The run a full evaluation at `now` gives: the one-shot gate's [`judge`](super::gate::judge)
@@ -77,17 +87,34 @@ fn run_at(state: &LiveGate, opts: &GateOptions<'_>, namespace: Option<&str>, now
 /// to warn from. Each event is judged as the one-shot gate judges ([`super::gate::warnings`]
 /// at every event, each warning printed when it first appears; [`judge`](super::gate::judge)
 /// for what is printed), but only what the event touched is computed again ([`LiveGate`]).
+/// dispatch's Lease is the heartbeat machine's ([`crate::core::live_lease`], run by
+/// [`super::live::Driver`] as for `lease --watch`): the gate judges it as the machine last
+/// judged it, and never while the machine holds it (a deadline passed that a read has not
+/// confirmed yet, an outage, the moment after one). Kueue's manager's Lease is a separate
+/// instance of the machine ([`crate::core::heartbeats`]), context under the chains.
 async fn follow(
     streams: Vec<BoxStream<'static, Update>>,
     opts: &GateOptions<'_>,
-    live: GateLive,
+    (live, confirm): (GateLive, Confirmers),
     namespace: Option<String>,
     shutdown: impl std::future::Future<Output = ()>,
     deps: &mut Deps<'_>,
 ) -> Result<Exit, Error> {
+    let lease = |lease: &crate::core::lease::LeaseRef, stream, role| Setup {
+        lease: lease.clone(),
+        changes_only: false,
+        until: None,
+        stream,
+        role,
+    };
+    let setup = lease(&opts.settings.lease, LEASE, Role::Deciding);
+    // Kueue's manager's Lease (5) is context.
+    let kueue = lease(&opts.settings.kueue_lease, KUEUE_LEASE, Role::Context);
+    let updates = LiveLoop::new(stream::select_all(streams), shutdown, live.timeout, false);
     let mut gate = Following {
-        updates: LiveLoop::new(stream::select_all(streams), shutdown, live.timeout, false),
-        connection: ConnectionStory::new(STREAMS),
+        driver: Driver::new(updates, Heartbeats::new(STREAMS, setup, Some(kueue)), confirm),
+        told: Told::new(First::Noted),
+        kueue_line: None,
         state: LiveGate::new(opts.settings, opts.all_states),
         warned: BTreeSet::new(),
         last: None,
@@ -101,11 +128,14 @@ async fn follow(
     }
 }
 
-/// The gate as the watches keep it, the connection's story, and the last judgement.
+/// The gate as the watches keep it, the machine's driver, and the last judgement.
 struct Following<'a, 'o, S, F> {
-    updates: LiveLoop<S, F>,
-    connection: ConnectionStory,
+    driver: Driver<S, F>,
     state: LiveGate,
+    /// What was said of Kueue's manager.
+    told: Told,
+    /// Kueue's manager's Lease as its instance judged it, to be said at the next judgement.
+    kueue_line: Option<LeaseAssessment>,
     /// The warnings of the last judgement, each printed when it first appeared.
     warned: BTreeSet<String>,
     /// When the last judgement was, and its verdict.
@@ -114,6 +144,10 @@ struct Following<'a, 'o, S, F> {
     namespace: Option<String>,
     timeout: Option<Duration>,
 }
+
+/// dispatch's Lease's stream, and Kueue's manager's, among [`streams::streams`].
+const LEASE: usize = 4;
+const KUEUE_LEASE: usize = 5;
 
 /// What the loop stopped for.
 enum Step {
@@ -127,59 +161,86 @@ enum Step {
 }
 
 impl<S: futures::Stream<Item = Update>, F: std::future::Future<Output = ()>> Following<'_, '_, S, F> {
-    /// Waits for the next judgement, saying on stderr what the connection did, which Lease is
-    /// polled, and each new warning.
+    /// Waits for the next judgement, saying on stderr what the machine says (the connection,
+    /// a polled Lease, the unknown heartbeat) and each new warning.
     async fn next(&mut self, deps: &mut Deps<'_>) -> Result<Step, Error> {
         loop {
-            // Either Lease turning stale wakes the loop, a microsecond after its last fresh instant.
-            let stale_at = self.last.and_then(|_| {
-                let now = deps.clock.now();
-                let at = self.state.next_change(now)?;
-                let d = Duration::try_from(at.duration_since(now))
-                    .unwrap_or_default()
-                    .saturating_add(Duration::from_micros(1));
-                Instant::now().checked_add(d)
-            });
-            match self.updates.next(stale_at).await {
-                Woke::Shutdown => return Ok(Step::Shutdown),
-                Woke::TimedOut => {
-                    self.connection.timed_out(self.timeout)?;
-                    return Ok(Step::TimedOut);
+            match self.driver.next(deps.clock, feed).await {
+                Woken::Shutdown => return Ok(Step::Shutdown),
+                Woken::Ended => return Ok(Step::Ended),
+                Woken::TimedOut(Ending::Down(cause)) if self.timeout.is_some() => {
+                    let timeout = self.timeout.unwrap_or_default();
+                    return Err(Error::DownAtTimeout { timeout, cause });
                 }
-                Woke::Timer | Woke::Tick => {}
-                Woke::Ended => return Ok(Step::Ended),
-                Woke::Update(Update { stream, what }) => {
-                    let said = match what {
-                        What::Link(event) => self.connection.event(stream, event, deps.clock.now())?,
-                        What::Polling { lease, every, rule } => self.connection.polling(&lease, every, &rule),
-                        What::Fact(fact) => {
-                            self.state.apply(fact);
-                            None
-                        }
-                    };
-                    if let Some(said) = said {
-                        let _ = writeln!(deps.err, "{said}");
-                    }
-                }
+                Woken::TimedOut(_) => return Ok(Step::TimedOut),
+                Woken::Tick => {}
+                Woken::Own(fact) => self.state.apply(fact),
+                Woken::Steps(steps) => self.said(*steps, deps)?,
             }
-            if !self.state.ready() {
+            if !self.state.ready() || self.driver.beats.holding(deps.clock.now()) {
                 continue;
             }
-            let now = deps.clock.now();
-            let lease = self.state.lease().and_then(|f| f.found());
-            let warnings = super::gate::warnings((None, None), lease, self.state.waiting_forbidden(), now);
-            for w in warnings.iter().filter(|w| !self.warned.contains(*w)) {
-                deps.warn(w);
-            }
-            self.warned = warnings.into_iter().collect();
-            let verdict = self.state.verdict(now);
-            self.last = Some((now, verdict));
-            return Ok(Step::Judged(now, verdict));
+            return Ok(self.judge(deps));
         }
+    }
+
+    /// What the machine made of an input: its lines said, its refusal the end, and each
+    /// Lease it judged kept (Kueue's manager's also told, when its status changed).
+    fn said(&mut self, steps: Steps, deps: &mut Deps<'_>) -> Result<(), Error> {
+        if let Some(End::Refused(refusal)) = steps.dispatch.end {
+            return Err(super::live::refused(refusal));
+        }
+        for step in [&steps.dispatch, &steps.kueue] {
+            for line in step.said.iter().chain(&step.warning) {
+                let _ = writeln!(deps.err, "{line}");
+            }
+        }
+        let beats = &self.driver.beats;
+        if steps.dispatch.judged
+            && let Some(lease) = beats.dispatch().last()
+        {
+            self.state.apply(Fact::Lease(lease.clone()));
+        }
+        if let Some(kueue) = beats.kueue().filter(|_| steps.kueue.judged) {
+            if let Some(lease) = kueue.last() {
+                self.state.apply(Fact::KueueLease(lease.clone()));
+            }
+            if let Some(a) = kueue.tracker().assess(deps.clock.now()).and_then(|a| self.told.judged(a)) {
+                self.kueue_line = Some(a);
+            }
+        }
+        Ok(())
+    }
+
+    /// Judges the facts at this moment, printing each new warning.
+    fn judge(&mut self, deps: &mut Deps<'_>) -> Step {
+        let now = deps.clock.now();
+        let lease = self.state.lease().and_then(|f| f.found());
+        let warnings = super::gate::warnings((None, None), lease, self.state.waiting_forbidden(), now);
+        for w in warnings.iter().filter(|w| !self.warned.contains(*w)) {
+            deps.warn(w);
+        }
+        self.warned = warnings.into_iter().collect();
+        let verdict = self.state.verdict(now);
+        self.last = Some((now, verdict));
+        self.driver.live.judged();
+        Step::Judged(now, verdict)
     }
 
     fn run_at(&self, now: Timestamp) -> GateRun {
         run_at(&self.state, self.opts, self.namespace.as_deref(), now)
+    }
+}
+
+/// An update as the machine takes it: dispatch's Lease and every stream's connection are the
+/// machine's, the other facts the gate's.
+fn feed(Update { stream, what }: Update) -> Feed<Fact> {
+    match what {
+        What::Link(event) => Feed::Link(stream, event),
+        What::Polling { lease, every, rule } => Feed::Polling { lease, every, rule },
+        What::Fact(Fact::Lease(read)) => Feed::Lease(read),
+        What::Fact(Fact::KueueLease(read)) => Feed::Kueue(read),
+        What::Fact(fact) => Feed::Own(fact),
     }
 }
 
@@ -198,15 +259,23 @@ where
             }
             Step::Judged(..) => {}
             Step::Shutdown => return Ok(gate.last.map(|(_, v)| Exit::from(v)).unwrap_or(Exit::Unknown)),
+            // The last chain, then the error line: with --no-headers the chain's checks go to
+            // stderr too, and the error ends what is said there.
             Step::TimedOut => {
                 let last = gate.last.map(|(_, v)| v.as_str());
-                if let Some(timeout) = gate.timeout {
-                    let text = crate::exit::timed_out("the gate to be yes", timeout, last);
+                let text = gate.timeout.map(|timeout| crate::exit::timed_out("the gate to be yes", timeout, last));
+                let exit = match gate.last {
+                    Some((at, verdict)) => {
+                        super::live::unless_closed(render_once(&gate.run_at(at), gate.opts, deps))?;
+                        Exit::from(verdict)
+                    }
+                    None => Exit::Unknown,
+                };
+                deps.out.flush()?;
+                if let Some(text) = text {
                     let _ = std::io::Write::write_fmt(deps.err, format_args!("error: {text}\n"));
                 }
-                let Some((at, verdict)) = gate.last else { return Ok(Exit::Unknown) };
-                super::live::unless_closed(render_once(&gate.run_at(at), gate.opts, deps))?;
-                return Ok(Exit::from(verdict));
+                return Ok(exit);
             }
             Step::Ended => return Ok(Exit::Success),
         }
@@ -234,7 +303,7 @@ where
         let signature = gate.state.signature(now);
         // Kueue's manager, as context: said when its Lease changes state, and at the start
         // whatever the one-shot gate notes under its chains (nothing while a manager leads).
-        let kueue = gate.state.kueue_change(now);
+        let kueue = gate.kueue_line.take();
         if shown.as_ref() != Some(&signature) || (structured && kueue.is_some()) {
             print_chains(&gate.run_at(now), opts, docs.count_one(), deps)?;
             shown = Some(signature);
@@ -301,6 +370,7 @@ fn print_chains(run: &GateRun, opts: &GateOptions<'_>, docs: usize, deps: &mut D
 mod tests {
     use futures::StreamExt;
     use k8s_openapi::jiff::SignedDuration;
+    use tokio::time::Instant;
 
     use super::*;
     use crate::core::fetched::{Denied, Fetched};
@@ -432,6 +502,16 @@ mod tests {
         format: Format,
         stop_after: u64,
     ) -> (Exit, String, String, Duration) {
+        follow_confirmed(updates, (live, Confirmers::scripted(None).0), format, stop_after).await
+    }
+
+    /// As [`follow_as`], with the confirming read answered by the given [`Confirmers`].
+    async fn follow_confirmed(
+        updates: BoxStream<'static, Update>,
+        (live, confirm): (GateLive, Confirmers),
+        format: Format,
+        stop_after: u64,
+    ) -> (Exit, String, String, Duration) {
         let clock = TokioClock { start: Instant::now() };
         let (mut out, mut err) = (Shared::default(), Shared::default());
         let log = crate::log::Log::silent();
@@ -448,7 +528,7 @@ mod tests {
         };
         let started = Instant::now();
         let stop = tokio::time::sleep(Duration::from_secs(stop_after));
-        let exit = follow(vec![updates], &opts, live, Some("ml".into()), stop, &mut deps).await.unwrap();
+        let exit = follow(vec![updates], &opts, (live, confirm), Some("ml".into()), stop, &mut deps).await.unwrap();
         let text = |s: &Shared| String::from_utf8(s.0.lock().unwrap().clone()).unwrap();
         (exit, text(&out), text(&err), started.elapsed())
     }
@@ -476,6 +556,55 @@ mod tests {
         );
         assert!(out.contains("12:00:00Z 0 workloads wait at dispatch's Pending check"), "{out}");
         assert_eq!(err, "", "no warning: {err}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_lease_is_stale_in_a_verdict_only_when_a_read_confirms_it() {
+        use crate::core::confirm::Confirmed;
+        // Renewed at 0, then nothing from the watch: at 30 s the read finds it renewed at 29.
+        let renewed = LeaseFacts { renew_time: Some(at(29)), ..facts(0).lease.found().unwrap().clone() };
+        let confirm = Confirmers::scripted(Some(Confirmed::Read(Fetched::Found(renewed)))).0;
+        let story = updates(facts(0), Some(Vec::new()), &[(0, 0)]);
+        let (_, out, err, _) = follow_confirmed(story, (WATCH, confirm), Format::Table, 40).await;
+        assert!(!out.contains("ReadmissionGate: no"), "{out}");
+        assert!(
+            err.starts_with(
+                "watch interrupted: no event in 30s while a read on a new connection found the Lease renewed"
+            ),
+            "{err}"
+        );
+        // No answer: unknown, said once, and no stale verdict either.
+        let cause = "no answer within 10s (the API server did not answer in time)";
+        let confirm = Confirmers::scripted(Some(Confirmed::NoAnswer(cause.into()))).0;
+        let story = updates(facts(0), Some(Vec::new()), &[(0, 0)]);
+        let (_, out, err, _) = follow_confirmed(story, (WATCH, confirm), Format::Table, 40).await;
+        assert!(!out.contains("ReadmissionGate: no"), "{out}");
+        assert_eq!(err.matches("heartbeat unknown: its stale deadline passed").count(), 1, "{err}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_deadline_passed_while_the_lease_stream_is_down_is_no_verdict_until_it_is_back() {
+        // Renewed at 0, dispatch's Lease's stream cut at 2 and back at 40, never renewed again.
+        let cut = LinkEvent::Down("the API server closed the connection".into());
+        let link = |second: u64, event: LinkEvent| (second, Update { stream: LEASE, what: What::Link(event) });
+        let story = stream::select(
+            updates(facts(0), Some(Vec::new()), &[(0, 0)]),
+            timed(vec![link(2, cut), link(40, LinkEvent::Up)]),
+        )
+        .boxed();
+        let (_, out, err, _) = follow_for(story, WATCH, 45).await;
+        assert_eq!(
+            err,
+            "watch interrupted: the API server closed the connection; reconnecting\n\
+             Lease dispatch-system/dispatch-admission: heartbeat unknown: its stale deadline passed while the \
+             connection was down (the API server closed the connection); judged again when it is back\n\
+             watch resumed\n"
+        );
+        let verdicts: Vec<&str> = out.lines().filter(|l| l.starts_with("ReadmissionGate: ")).collect();
+        assert_eq!(verdicts.len(), 2, "yes, then no once back: {out}");
+        assert!(verdicts[1].starts_with("ReadmissionGate: no"), "{out}");
+        let judged: Vec<&str> = out.lines().filter(|l| l.ends_with("ReadmissionGate re-evaluated")).collect();
+        assert!(judged[1].starts_with("12:00:41Z"), "judged a moment after the connection is back: {out}");
     }
 
     #[tokio::test(start_paused = true)]
@@ -541,9 +670,7 @@ mod tests {
                     "12:00:30Z Kueue's manager: Lease {lease} was last renewed 31s ago, beyond 30s: no manager leads, so Kueue admits nothing"
                 ),
                 format!("12:00:40Z Kueue's manager: Lease {lease} renewed 0s ago, within 30s: a manager leads"),
-                format!(
-                    "12:00:50Z Kueue's manager: no Lease {lease}: a manager without leader election holds none (--kueue-lease names another), so its heartbeat cannot be shown"
-                ),
+                format!("12:00:50Z Kueue's manager: no Lease {lease}: its heartbeat cannot be shown"),
                 format!(
                     "12:01:00Z Kueue's manager: Lease {lease} cannot be read without RBAC: get, list and watch leases.coordination.k8s.io \"c1f6bfd2.kueue.x-k8s.io\" in namespace kueue-system"
                 ),

@@ -12,7 +12,14 @@ use crate::text::sanitize::escape;
 
 use super::Deps;
 
-pub async fn run(conn: &Connection, lease_ref: &LeaseRef, output: Output, deps: &mut Deps<'_>) -> Result<Exit, Error> {
+/// `dispatch_namespace`: where dispatch's Lease is, looked in when the one named is missing.
+pub async fn run(
+    conn: &Connection,
+    lease_ref: &LeaseRef,
+    dispatch_namespace: &str,
+    output: Output,
+    deps: &mut Deps<'_>,
+) -> Result<Exit, Error> {
     let (fetched, refusal) = fetch::lease_and_refusal(conn, lease_ref, deps.log).await?;
     let now = deps.clock.now();
     // Only wide, JSON and YAML show the holder's pod: the table costs no extra round trip.
@@ -37,15 +44,20 @@ pub async fn run(conn: &Connection, lease_ref: &LeaseRef, output: Output, deps: 
         Some(printer) => printer.print(&run.document(), deps.out)?,
         None => crate::render::lease::render(&run, output, deps.style, deps.out).map_err(crate::error::Error::from)?,
     }
-    // Forbidden or missing: said on stderr as the live mode says it (the server's words, as
-    // kubectl prints them), beside the row.
+    // Forbidden: said on stderr as the live mode says it (the server's words, as kubectl prints
+    // them), beside the row. Missing is a verdict (no, exit 3), not an error: its reason, with
+    // where the Lease may be instead.
     if let LeaseState::Forbidden { rule } = &run.assessment.state {
         let text = refusal.unwrap_or_else(|| format!("Lease {lease_ref} may not be read (forbidden)"));
         let _ = writeln!(deps.err, "error: {}\nmissing RBAC: {}", escape(&text), escape(rule));
     } else if run.assessment.state == LeaseState::Missing {
-        let hint = super::hints::missing_lease(conn, lease_ref).await;
-        let text = hint.unwrap_or_else(|| format!("Lease {lease_ref} does not exist"));
-        let _ = writeln!(deps.err, "error: {}", escape(&text));
+        let text = match super::hints::in_namespace(conn, lease_ref, dispatch_namespace).await {
+            Some(ns) => format!("Lease {lease_ref} does not exist; did you mean -n {ns}?"),
+            None => super::hints::missing_lease(conn, lease_ref)
+                .await
+                .unwrap_or_else(|| format!("Lease {lease_ref} does not exist")),
+        };
+        let _ = writeln!(deps.err, "{}", escape(&text));
     }
     Ok(Exit::from(run.assessment.state.verdict()))
 }

@@ -1,32 +1,33 @@
 //! `kubectl dispatch lease --watch`: one watch on the one Lease, plus a timer set for the
 //! moment it goes stale. A Lease nobody renews sends no events, so the timer, not the server,
 //! reports "stale". Faults (a closed watch, 410, an apiserver restart, a lost connection, a
-//! forbidden watch) are survived: `cluster::watching::reflector` reconnects with a capped backoff, relists
-//! after a 410, or polls with get; `core::link` turns what the connection did into the lines
-//! on stderr and the status line.
+//! forbidden watch) are survived: `cluster::watching::reflector` reconnects with a capped
+//! backoff, relists after a 410, or polls with get. Every rule of the heartbeat (the link's
+//! story, the confirming read, the outage rule, `--until`) is the machine's
+//! ([`crate::core::live_lease`]), run by [`super::live::Driver`]; this file keeps what a row
+//! looks like.
 //!
 //! Kueue's manager's Lease is followed beside it in the same loop, as context: a watch of its
-//! own ([`crate::cluster::watching::kueue_lease`]) and a timer of its own, folded by
-//! [`crate::core::kueue_lease::Follower`] into a line when no manager leads any more, when one
-//! leads again, or when the Lease is deleted or created. It never changes a row, `--until` or
-//! the exit code.
+//! own ([`crate::cluster::watching::kueue_lease`]) and an instance of the machine of its own
+//! ([`crate::core::heartbeats`]: its timer, its confirming read, its outage story), told by
+//! [`crate::core::kueue_lease::Told`] as a line when no manager leads any more, when one leads
+//! again, or when the Lease is deleted or created. It never changes a row, `--until` or the
+//! exit code.
 
 use std::future::Future;
-use std::time::Duration;
 
 use futures::{Stream, StreamExt};
-use k8s_openapi::jiff::Timestamp;
-use tokio::time::Instant;
 
 use super::Deps;
-use super::live::{ConnectionStory, LiveLoop, Woke, polling_line};
+use super::live::{Confirmers, Driver, Feed, LiveLoop, Woken, confirmer};
 use crate::cluster::connecting::connect::Connection;
 use crate::cluster::watching::kueue_lease::{self, KueueLeaseUpdate};
 use crate::cluster::watching::reflector::{self, LeaseUpdate};
-use crate::core::heartbeat::{Observation, Tracker};
-use crate::core::kueue_lease::Follower;
-use crate::core::lease::{LeaseRef, LeaseState};
-use crate::core::link::{Link, LinkEvent};
+use crate::core::fetched::{Denied, Fetched};
+use crate::core::heartbeats::Heartbeats;
+use crate::core::kueue_lease::{First, Told};
+use crate::core::lease::LeaseRef;
+use crate::core::live_lease::{End, Ending, Role, Setup, Step};
 use crate::error::Error;
 use crate::exit::Exit;
 use crate::invocation::Until;
@@ -47,12 +48,18 @@ pub async fn run(
     opts: LeaseWatch,
     deps: &mut Deps<'_>,
 ) -> Result<Exit, Error> {
-    let updates = reflector::lease(conn, leases.lease, deps.log);
+    let (restart, restarts) = reflector::restart();
+    let updates = reflector::lease(conn, leases.lease, deps.log, restarts);
+    let (kueue_restart, kueue_restarts) = reflector::restart();
     let kueue_ref = leases.kueue;
     let log = deps.log;
-    let kueue = move || kueue_lease::kueue_lease(conn, kueue_ref, log);
+    let kueue = move || kueue_lease::kueue_lease(conn, kueue_ref, log, kueue_restarts);
     let live_line = deps.style.live;
-    follow(updates, kueue, Shown { leases, output, opts, live_line }, super::shutdown(), deps).await
+    let confirm = Confirmers {
+        dispatch: confirmer(conn, leases.lease, restart),
+        kueue: confirmer(conn, leases.kueue, kueue_restart),
+    };
+    follow(updates, kueue, Shown { leases, output, opts, live_line, confirm }, super::shutdown(), deps).await
 }
 
 /// What a watch follows, when it ends, and how it is shown.
@@ -62,6 +69,8 @@ pub struct Shown<'a> {
     pub opts: LeaseWatch,
     /// A status line under the rows (a terminal).
     pub live_line: bool,
+    /// The reads that confirm each Lease stale, and the restart of a watch found dead.
+    pub confirm: Confirmers,
 }
 
 /// One update of either Lease.
@@ -69,6 +78,11 @@ enum Update {
     Dispatch(LeaseUpdate),
     Kueue(KueueLeaseUpdate),
 }
+
+/// Stream 0 is dispatch's Lease, 1 Kueue's: one connection story for both; Kueue's is
+/// context, never what decides.
+const DISPATCH: usize = 0;
+const KUEUE: usize = 1;
 
 /// The watch loop, over any streams of updates (`cluster::watching::reflector::lease` and
 /// `cluster::watching::kueue_lease::kueue_lease` in the product, scripts in tests) and any
@@ -81,7 +95,7 @@ pub async fn follow<K: Stream<Item = KueueLeaseUpdate>>(
     shutdown: impl Future<Output = ()>,
     deps: &mut Deps<'_>,
 ) -> Result<Exit, Error> {
-    let Shown { leases, output, opts, live_line } = shown;
+    let Shown { leases, output, opts, live_line, confirm } = shown;
     // Kueue's Lease is followed once dispatch's was answered: before that, a refusal (a bad
     // credential) is dispatch's to say, once, and a second stream would only race it.
     let (open, opened) = futures::channel::oneshot::channel::<()>();
@@ -90,262 +104,177 @@ pub async fn follow<K: Stream<Item = KueueLeaseUpdate>>(
         .filter_map(move |_| futures::future::ready(kueue.take().map(|start| start())))
         .flatten();
     let merged = futures::stream::select(updates.map(Update::Dispatch), kueue.map(Update::Kueue));
-    let mut live = LiveLoop::new(merged, shutdown, opts.timeout, live_line);
+    let setup = Setup {
+        lease: leases.lease.clone(),
+        changes_only: opts.changes_only,
+        until: opts.until,
+        stream: DISPATCH,
+        role: Role::Deciding,
+    };
+    let kueue =
+        Setup { lease: leases.kueue.clone(), changes_only: false, until: None, stream: KUEUE, role: Role::Context };
+    let live = LiveLoop::new(merged, shutdown, opts.timeout, live_line);
     let mut w = Watching {
+        driver: Driver::new(live, Heartbeats::new(2, setup, Some(kueue)), confirm),
         lease: leases.lease,
         opts,
-        tracker: Tracker::new(leases.lease.clone(), opts.changes_only),
-        manager: Follower::new(leases.kueue.clone()),
+        manager: Told::new(First::Down),
         view: View::new(output, live_line, deps.style),
-        // Stream 0 is dispatch's Lease, 1 Kueue's: one connection story for both.
-        connection: ConnectionStory::new(2),
         open: Some(open),
-        polling: None,
-        unknown_said: false,
-        recheck: None,
-        replayed: None,
     };
-    let end: Result<Exit, Error> = async {
-        loop {
-            let observation = match w.next(&mut live, deps).await? {
-                Step::Observe(o) => o,
-                Step::End(exit) => return Ok(exit),
-            };
-            if let Some(exit) = w.show(observation, deps)? {
-                return Ok(exit);
-            }
-        }
-    }
-    .await;
+    let end = w.watch(deps).await;
     // Nobody reads any more (`| head -1`): the end is the one `--timeout` would give now, so a
     // closed stdout keeps the verdict's code (an outage's 1, without its line).
     if let Err(Error::Output(e)) = &end
         && e.kind() == std::io::ErrorKind::BrokenPipe
     {
-        return Ok(w.closed(deps.clock.now()));
+        return Ok(match w.driver.beats.ending(deps.clock.now(), true) {
+            Ending::Down(_) => Exit::Failed,
+            ending => exit(ending),
+        });
     }
     match end {
-        Ok(_) => w.view.finish(&w.tracker, deps.out)?,
+        Ok(_) => w.view.finish(w.driver.beats.dispatch().tracker(), deps.out)?,
         // The error line is all that is said (the summary is the end of a watch that ended well).
         Err(_) => w.view.clear(deps.out)?,
     }
     end
 }
 
-/// What woke the loop, made into what the watch does.
-enum Step {
-    /// Something to feed the tracker.
-    Observe(Observation),
-    End(Exit),
-}
-
-/// One watch's state: dispatch's Lease's story, Kueue's manager's, the screen, the connection.
-struct Watching<'a> {
+/// One watch: the driver of the machine, Kueue's manager's story, the screen.
+struct Watching<'a, S, F> {
+    driver: Driver<S, F>,
     lease: &'a LeaseRef,
     opts: LeaseWatch,
-    tracker: Tracker,
-    manager: Follower,
+    /// What was said of Kueue's manager.
+    manager: Told,
     view: View,
-    connection: ConnectionStory,
     /// Starts Kueue's stream once dispatch's was answered.
     open: Option<futures::channel::oneshot::Sender<()>>,
-    /// The cadence when dispatch's Lease is polled with get.
-    polling: Option<Duration>,
-    /// The stale deadline passed while the connection was down (said once, on stderr).
-    unknown_said: bool,
-    /// When to judge the deadline again once the connection is back.
-    recheck: Option<Instant>,
-    /// The latest Lease read before that moment.
-    replayed: Option<Observation>,
 }
 
-impl Watching<'_> {
-    /// Waits for the next observation of dispatch's Lease (a read or its timer), saying on the
-    /// way what the connection did and what Kueue's manager's Lease says; or the end.
-    async fn next<S, F>(&mut self, live: &mut LiveLoop<S, F>, deps: &mut Deps<'_>) -> Result<Step, Error>
-    where
-        S: Stream<Item = Update>,
-        F: Future<Output = ()>,
-    {
+impl<S: Stream<Item = Update>, F: Future<Output = ()>> Watching<'_, S, F> {
+    /// Acts on what wakes the loop until the end.
+    async fn watch(&mut self, deps: &mut Deps<'_>) -> Result<Exit, Error> {
+        let lease = self.lease.clone();
         loop {
-            let now = deps.clock.now();
-            let deadline = [self.tracker.deadline(now), self.manager.deadline(now)].into_iter().flatten().min();
-            let stale_at = deadline.and_then(|d| Instant::now().checked_add(until(now, d)));
-            let wake = [stale_at, self.recheck].into_iter().flatten().min();
-            let said = match live.next(wake).await {
-                Woke::Shutdown | Woke::Ended => return Ok(Step::End(Exit::Success)),
-                Woke::TimedOut => {
-                    self.connection.timed_out(self.opts.timeout)?;
-                    let now = deps.clock.now();
-                    if let (Some(until), Some(timeout)) = (self.opts.until, self.opts.timeout) {
-                        let awaited = format!("Lease {} {}", self.lease, until_words(until));
-                        let last = self.tracker.assess(now).map(|a| a.state.label());
-                        let _ = writeln!(deps.err, "error: {}", crate::exit::timed_out(&awaited, timeout, last));
-                    }
-                    return Ok(Step::End(timed_out(&self.tracker, self.opts.until, now)));
+            let steps = match self.driver.next(deps.clock, |u| feed(&lease, u)).await {
+                Woken::Shutdown | Woken::Ended => return Ok(Exit::Success),
+                Woken::TimedOut(ending) => return self.timed_out(ending, deps),
+                Woken::Tick => {
+                    self.status(deps.clock.now(), deps)?;
+                    continue;
                 }
-                Woke::Timer => match self.on_timer(deps)? {
-                    Some(o) => return Ok(Step::Observe(o)),
-                    None => None,
-                },
-                Woke::Update(Update::Kueue(KueueLeaseUpdate::Lease(read))) => {
-                    let now = deps.clock.now();
-                    if let Some(a) = self.manager.observe(Some(read), now) {
-                        self.view.kueue(&a, now, self.tracker.assess(now).is_some(), deps.out, deps.err)?;
-                    }
-                    None
-                }
-                Woke::Update(Update::Dispatch(LeaseUpdate::Link(event))) => self.on_link(0, event, deps.clock.now())?,
-                // Polling Kueue's Lease is no news here: its reads are.
-                Woke::Update(Update::Kueue(KueueLeaseUpdate::Polling { .. })) => None,
-                Woke::Update(Update::Kueue(KueueLeaseUpdate::Link(event))) => {
-                    self.on_link(1, event, deps.clock.now())?
-                }
-                Woke::Update(Update::Dispatch(LeaseUpdate::Polling { every, rule })) => {
-                    (self.polling.replace(every).is_none()).then(|| polling_line(self.lease, every, &rule))
-                }
-                // Back after an outage that passed the deadline: the resumed watch replays
-                // what it missed, each renewal older than the last; judged at `now` they would
-                // read stale. Only the latest is judged, at the recheck.
-                Woke::Update(Update::Dispatch(LeaseUpdate::Lease(facts)))
-                    if self.unknown_said || self.recheck.is_some() =>
-                {
-                    self.replayed = Some(Observation::Lease(facts));
-                    None
-                }
-                Woke::Update(Update::Dispatch(LeaseUpdate::Lease(facts))) => {
-                    return Ok(Step::Observe(Observation::Lease(facts)));
-                }
-                Woke::Update(Update::Dispatch(LeaseUpdate::Forbidden(rule))) => {
-                    return Ok(Step::Observe(Observation::Forbidden(rule)));
-                }
-                Woke::Tick => {
-                    let link = &self.connection.link;
-                    self.view.status(&self.tracker, link, self.polling, deps.clock.now(), deps.out)?;
-                    None
-                }
+                Woken::Own(never) => match never {},
+                Woken::Steps(steps) => *steps,
             };
-            if let Some(said) = said {
-                self.view.clear(deps.out)?;
-                let _ = writeln!(deps.err, "{said}");
+            self.kueue(steps.kueue, deps)?;
+            if let Some(exit) = self.show(steps.dispatch, deps)? {
+                return Ok(exit);
             }
         }
     }
 
-    /// The timer: Kueue's manager's deadline, dispatch's, or the moment to judge again after an
-    /// outage. Cut off, a renewal could not be seen: the heartbeat is unknown, not stale, and
-    /// its deadline is judged again when the connection is back.
-    fn on_timer(&mut self, deps: &mut Deps<'_>) -> Result<Option<Observation>, Error> {
-        if self.recheck.is_some_and(|at| Instant::now() >= at) {
-            self.recheck = None;
+    /// What Kueue's manager's Lease's instance made of an input: its lines on stderr, and its
+    /// line when its judgement says something.
+    fn kueue(&mut self, step: Step, deps: &mut Deps<'_>) -> Result<(), Error> {
+        if !step.said.is_empty() || step.warning.is_some() {
+            self.view.clear(deps.out)?;
+            let _ =
+                writeln!(deps.err, "{}", step.said.iter().chain(&step.warning).cloned().collect::<Vec<_>>().join("\n"));
         }
         let now = deps.clock.now();
-        if let Some(a) = self.manager.observe(None, now) {
-            self.view.kueue(&a, now, self.tracker.assess(now).is_some(), deps.out, deps.err)?;
+        let judged = self.driver.beats.kueue().and_then(|k| k.tracker().assess(now)).filter(|_| step.judged);
+        if let Some(a) = judged.and_then(|a| self.manager.judged(a)) {
+            let shown = self.driver.beats.dispatch().tracker().assess(now).is_some();
+            self.view.kueue(&a, now, shown, deps.out, deps.err)?;
         }
-        let Some(cause) = self.connection.link.down_at_timeout() else {
-            return Ok(match self.recheck {
-                // Kueue's timer inside the moment after the outage: dispatch's waits for it.
-                Some(_) => None,
-                None => Some(self.replayed.take().unwrap_or(Observation::Tick)),
-            });
-        };
-        if self.tracker.deadline(now).is_none() && !std::mem::replace(&mut self.unknown_said, true) {
-            self.view.clear(deps.out)?;
-            let _ = writeln!(deps.err, "{}", unknown_line(self.lease, cause.as_deref()));
-        }
-        Ok(None)
+        Ok(())
     }
 
-    /// A stream's connection (0 dispatch's, 1 Kueue's): what to say, or the refusal that ends
-    /// the watch.
-    fn on_link(&mut self, stream: usize, event: LinkEvent, now: Timestamp) -> Result<Option<String>, Error> {
-        if stream == 0
-            && event == LinkEvent::Up
+    /// The status line (a terminal's).
+    fn status(&mut self, now: k8s_openapi::jiff::Timestamp, deps: &mut Deps<'_>) -> Result<(), Error> {
+        let (m, link) = (self.driver.beats.dispatch(), self.driver.beats.link());
+        Ok(self.view.status(m.tracker(), link, m.polling(), now, deps.out)?)
+    }
+
+    /// `--timeout` ran out: an error when the connection is down, else the error line of an
+    /// `--until` not reached and the code.
+    fn timed_out(&mut self, ending: Ending, deps: &mut Deps<'_>) -> Result<Exit, Error> {
+        if let (Ending::Down(cause), Some(timeout)) = (&ending, self.opts.timeout) {
+            return Err(Error::DownAtTimeout { timeout, cause: cause.clone() });
+        }
+        if let (Some(until), Some(timeout)) = (self.opts.until, self.opts.timeout) {
+            let awaited = format!("Lease {} {}", self.lease, until_words(until));
+            let last = self.driver.beats.dispatch().tracker().assess(deps.clock.now()).map(|a| a.state.label());
+            let _ = writeln!(deps.err, "error: {}", crate::exit::timed_out(&awaited, timeout, last));
+        }
+        Ok(exit(ending))
+    }
+
+    /// Shows what the machine made of an input: its lines, its rows, the warning; `Some` at
+    /// the end.
+    fn show(&mut self, step: Step, deps: &mut Deps<'_>) -> Result<Option<Exit>, Error> {
+        if let Some(End::Refused(refusal)) = step.end {
+            return Err(super::live::refused(refusal));
+        }
+        if step.opened
             && let Some(open) = self.open.take()
         {
             let _ = open.send(());
         }
-        let said = self.connection.event(stream, event, now)?;
-        // Back after the deadline passed unseen: judged again in a moment.
-        if self.connection.link.down_at_timeout().is_none() && std::mem::take(&mut self.unknown_said) {
-            self.recheck = Instant::now().checked_add(RESUME_GRACE);
+        if !step.said.is_empty() {
+            self.view.clear(deps.out)?;
+            let _ = writeln!(deps.err, "{}", step.said.join("\n"));
         }
-        Ok(said)
-    }
-
-    /// Feeds the tracker and shows the changes; `Some` when `--until` is reached.
-    fn show(&mut self, observation: Observation, deps: &mut Deps<'_>) -> Result<Option<Exit>, Error> {
+        if !step.judged {
+            return Ok(None);
+        }
         let now = deps.clock.now();
-        let kueue = self.manager.assess(now);
-        for change in self.tracker.observe(observation, now) {
+        let kueue = self.driver.beats.kueue().and_then(|k| k.tracker().assess(now));
+        for change in &step.rows {
             match deps.printer {
                 // `-o jsonpath=...` and the like: each change's `-o json` document.
                 Some(printer) => {
                     self.view.clear(deps.out)?;
-                    printer.print(&change_doc(&change, kueue.as_ref()), deps.out)?;
+                    printer.print(&change_doc(change, kueue.as_ref()), deps.out)?;
                     deps.out.flush()?;
                 }
-                None => self.view.change(&change, &self.tracker, kueue.as_ref(), deps.out)?,
+                None => self.view.change(change, self.driver.beats.dispatch().tracker(), kueue.as_ref(), deps.out)?,
             }
+        }
+        if let Some(warning) = step.warning {
+            self.view.clear(deps.out)?;
+            let _ = writeln!(deps.err, "{warning}");
         }
         // Kueue's line said before dispatch's first row, under it.
         if let Some((a, at)) = self.view.held.take() {
             self.view.kueue(&a, at, true, deps.out, deps.err)?;
         }
-        if self.opts.until.is_some_and(|u| reached(u, &self.tracker, &self.connection.link, now)) {
+        self.driver.live.judged();
+        if step.end == Some(End::Reached) {
             return Ok(Some(Exit::Success));
         }
-        self.view.status(&self.tracker, &self.connection.link, self.polling, now, deps.out)?;
+        self.status(now, deps)?;
         Ok(None)
     }
+}
 
-    /// The code when stdout was closed at `now`: the one `--timeout` would give then.
-    fn closed(&self, now: Timestamp) -> Exit {
-        let link = &self.connection.link;
-        match link.down_at_timeout() {
-            Some(_) => Exit::Failed,
-            None if self.opts.until.is_some_and(|u| reached(u, &self.tracker, link, now)) => Exit::Success,
-            None => timed_out(&self.tracker, self.opts.until, now),
-        }
+/// An update as the machine takes it: both Leases' and every stream's are the machine's.
+fn feed(lease: &LeaseRef, update: Update) -> Feed<std::convert::Infallible> {
+    match update {
+        Update::Dispatch(LeaseUpdate::Lease(Some(facts))) => Feed::Lease(Fetched::Found(facts)),
+        Update::Dispatch(LeaseUpdate::Lease(None)) => Feed::Lease(Fetched::Missing),
+        Update::Dispatch(LeaseUpdate::Forbidden(rule)) => Feed::Lease(Fetched::Forbidden(Denied { rule })),
+        Update::Dispatch(LeaseUpdate::Link(event)) => Feed::Link(DISPATCH, event),
+        Update::Dispatch(LeaseUpdate::Polling { every, rule }) => Feed::Polling { lease: lease.clone(), every, rule },
+        Update::Kueue(KueueLeaseUpdate::Link(event)) => Feed::Link(KUEUE, event),
+        Update::Kueue(KueueLeaseUpdate::Lease(read)) => Feed::Kueue(read),
+        // Polling Kueue's Lease is no news here: its reads are.
+        Update::Kueue(KueueLeaseUpdate::Polling { .. }) => Feed::Nothing,
     }
 }
 
-/// The non-negative time from `now` to `deadline`.
-fn until(now: Timestamp, deadline: Timestamp) -> Duration {
-    Duration::try_from(deadline.duration_since(now)).unwrap_or(Duration::ZERO)
-}
-
-/// A resumed watch first replays what it missed: the deadline that passed unseen is judged
-/// again this long after the connection is back, so a renewal made meanwhile is seen first.
-const RESUME_GRACE: Duration = Duration::from_secs(1);
-
-/// Said once on stderr when the Lease's stale deadline passes while the connection is down.
-pub fn unknown_line(lease: &LeaseRef, cause: Option<&str>) -> String {
-    let cause = cause.unwrap_or("the API server has not answered yet");
-    format!(
-        "Lease {lease}: heartbeat unknown: its stale deadline passed while the connection was down ({cause}); \
-         judged again when it is back"
-    )
-}
-
-/// Whether `--until` is reached. Stale is a fact only the connection backs: while it is down a
-/// renewal could have been missed, so the heartbeat is unknown and stale is not reached.
-fn reached(until: Until, tracker: &Tracker, link: &Link, now: Timestamp) -> bool {
-    let state = tracker.assess(now).map(|a| a.state);
-    match until {
-        Until::Fresh => matches!(state, Some(LeaseState::Fresh { .. })),
-        Until::Stale if link.down_at_timeout().is_some() => false,
-        Until::Stale => {
-            matches!(state, Some(s) if !matches!(s, LeaseState::Fresh { .. } | LeaseState::Forbidden { .. }))
-        }
-        Until::HolderChange => tracker.took_over,
-    }
-}
-
-/// `--timeout` ran out. Waiting for a fresh Lease ends with the last state's one-shot code
-/// (3 not fresh, 4 unknown); waiting for stale or a holder change ends with 5, since the last
-/// state's code (0, fresh) would read as success. A plain watch just ends.
 /// What `--until` waited for, after the Lease's name.
 fn until_words(until: Until) -> &'static str {
     match until {
@@ -355,26 +284,35 @@ fn until_words(until: Until) -> &'static str {
     }
 }
 
-fn timed_out(tracker: &Tracker, until: Option<Until>, now: Timestamp) -> Exit {
-    match until {
-        None => Exit::Success,
-        Some(Until::Fresh) => tracker.assess(now).map(|a| Exit::from(a.state.verdict())).unwrap_or(Exit::Unknown),
-        Some(_) => Exit::TimedOut,
+/// The code of an end that is no error. Waiting for a fresh Lease ends with the last state's
+/// one-shot code (3 not fresh, 4 unknown); waiting for stale or a holder change ends with 5,
+/// since the last state's code (0, fresh) would read as success. A plain watch just ends.
+fn exit(ending: Ending) -> Exit {
+    match ending {
+        Ending::Reached | Ending::Plain => Exit::Success,
+        Ending::Verdict(verdict) => verdict.map(Exit::from).unwrap_or(Exit::Unknown),
+        Ending::NotReached => Exit::TimedOut,
+        Ending::Down(_) => Exit::Failed,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use k8s_openapi::jiff::Timestamp;
+    use tokio::time::Instant;
 
     use futures::{StreamExt, stream};
     use k8s_openapi::jiff::SignedDuration;
 
     use super::*;
     use crate::clock::Clock;
+    use crate::core::confirm::Confirmed;
     use crate::core::fetched::Fetched;
     use crate::core::lease::LeaseFacts;
-    use crate::core::link::Refusal;
+    use crate::core::link::{LinkEvent, Refusal};
     use crate::invocation::Format;
     use crate::log::Log;
     use std::io::Write;
@@ -434,6 +372,16 @@ mod tests {
         opts: LeaseWatch,
         stop_after: u64,
     ) -> (Exit, String, String, Duration) {
+        run_with(items, opts, stop_after, Confirmers::scripted(None).0).await
+    }
+
+    /// As [`run`], with the confirming read answered by `confirm`.
+    async fn run_with(
+        items: Vec<(u64, LeaseUpdate)>,
+        opts: LeaseWatch,
+        stop_after: u64,
+        confirm: Confirmers,
+    ) -> (Exit, String, String, Duration) {
         let clock = TokioClock { base: base(), start: Instant::now() };
         let (mut out, mut err) = (Shared::default(), Shared::default());
         let log = Log::silent();
@@ -447,7 +395,7 @@ mod tests {
         let exit = follow(
             script(items),
             stream::pending,
-            Shown { leases: leases(), output, opts, live_line: false },
+            Shown { leases: leases(), output, opts, live_line: false, confirm },
             stop,
             &mut deps,
         )
@@ -488,6 +436,72 @@ mod tests {
         let opts = LeaseWatch { until: Some(Until::Stale), timeout: Some(Duration::from_secs(10)), ..watch() };
         let (exit, ..) = run(vec![(0, renewed("a", 0))], opts, 600).await;
         assert_eq!(exit, Exit::TimedOut);
+    }
+
+    fn facts_of(update: LeaseUpdate) -> Fetched<LeaseFacts> {
+        let LeaseUpdate::Lease(Some(f)) = update else { unreachable!() };
+        Fetched::Found(f)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_deadline_with_no_event_is_stale_only_when_a_read_confirms_it() {
+        // The read finds the Lease renewed at 29: the watch was dead. Said, restarted, no stale.
+        let opts = LeaseWatch { until: Some(Until::Stale), timeout: Some(Duration::from_secs(40)), ..watch() };
+        let (confirm, mut restarts) = Confirmers::scripted(Some(Confirmed::Read(facts_of(renewed("a", 29)))));
+        let items = vec![(0, renewed("a", 0)), (31, up()), (31, renewed("a", 31))];
+        let (exit, out, err, _) = run_with(items, opts, 600, confirm).await;
+        assert_eq!(exit, Exit::TimedOut, "--until stale never reached");
+        assert!(!out.contains(" stale "), "{out}");
+        assert!(out.lines().any(|l| l.starts_with("12:00:30Z   renewed")), "the read's renewal is a row: {out}");
+        assert_eq!(
+            err,
+            "watch interrupted: no event in 30s while a read on a new connection found the Lease renewed; the \
+             watch's connection is presumed dead; reconnecting\nwatch resumed\nerror: timed out waiting for Lease \
+             dispatch-system/dispatch-admission to be stale (--timeout 40s; last: fresh)\n"
+        );
+        assert!(restarts.asked_now(), "the watch is started again");
+        // No answer: the outage rule (unknown, said once; --until stale not reached).
+        let cause = "no answer within 10s (the API server did not answer in time)";
+        let (confirm, _restarts) = Confirmers::scripted(Some(Confirmed::NoAnswer(cause.into())));
+        let opts = LeaseWatch { until: Some(Until::Stale), ..watch() };
+        let (exit, out, err, _) = run_with(vec![(0, renewed("a", 0))], opts, 45, confirm).await;
+        assert_eq!(exit, Exit::Success, "ended by the shutdown, not --until");
+        assert!(!out.contains(" stale "), "{out}");
+        let unknown = "heartbeat unknown: its stale deadline passed while the connection was down (no event in 30s, \
+                       and a read of the Lease: no answer within 10s";
+        assert_eq!(err.matches(unknown).count(), 1, "{err}");
+        let opts = LeaseWatch { until: Some(Until::Stale), timeout: Some(Duration::from_secs(40)), ..watch() };
+        // Not renewed: stale, --until stale reached.
+        let (exit, out, err, _) = run(vec![(0, renewed("a", 0))], opts, 600).await;
+        assert_eq!((exit, err.as_str()), (Exit::Success, ""));
+        assert!(out.lines().any(|l| l.starts_with("12:00:30Z   stale")), "{out}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn kueues_lease_failing_never_hides_dispatchs_stale() {
+        // Kueue's manager's Lease answers 503 from the start; dispatch's goes stale at 30 s.
+        let clock = TokioClock { base: base(), start: Instant::now() };
+        let (mut out, mut err) = (Shared::default(), Shared::default());
+        let log = Log::silent();
+        let mut deps =
+            Deps { clock: &clock, out: &mut out, err: &mut err, log: &log, style: Default::default(), printer: None };
+        let failing = KueueLeaseUpdate::Link(LinkEvent::Down("the API server failed (503: down)".into()));
+        let opts = LeaseWatch { until: Some(Until::Stale), timeout: Some(Duration::from_secs(60)), ..watch() };
+        let confirm = Confirmers::scripted(None).0;
+        let exit = follow(
+            script(vec![(0, up()), (0, renewed("a", 0))]),
+            || script(vec![(0, failing)]),
+            Shown { leases: leases(), output: table(), opts, live_line: false, confirm },
+            tokio::time::sleep(Duration::from_secs(600)),
+            &mut deps,
+        )
+        .await
+        .unwrap();
+        assert_eq!(exit, Exit::Success, "--until stale reached");
+        let out = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        assert!(out.lines().any(|l| l.starts_with("12:00:30Z   stale")), "{out}");
+        let err = String::from_utf8(err.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(err, "watch interrupted: the API server failed (503: down); reconnecting\n", "said, nothing more");
     }
 
     #[tokio::test(start_paused = true)]
@@ -566,7 +580,7 @@ mod tests {
         let e = follow(
             script(items),
             stream::pending,
-            Shown { leases: leases(), output, opts, live_line: false },
+            Shown { leases: leases(), output, opts, live_line: false, confirm: Confirmers::scripted(None).0 },
             stop,
             &mut deps,
         )
@@ -690,7 +704,13 @@ mod tests {
             let got = follow(
                 items,
                 stream::pending,
-                Shown { leases: leases(), output: table(), opts, live_line: false },
+                Shown {
+                    leases: leases(),
+                    output: table(),
+                    opts,
+                    live_line: false,
+                    confirm: Confirmers::scripted(None).0,
+                },
                 stop,
                 &mut deps,
             )
@@ -727,7 +747,7 @@ mod tests {
         follow(
             items,
             stream::pending,
-            Shown { leases: leases(), output, opts: watch(), live_line: false },
+            Shown { leases: leases(), output, opts: watch(), live_line: false, confirm: Confirmers::scripted(None).0 },
             stop,
             &mut deps,
         )
@@ -772,7 +792,7 @@ mod tests {
         let exit = follow(
             script(dispatch),
             || script(kueue),
-            Shown { leases: leases(), output, opts: watch(), live_line: false },
+            Shown { leases: leases(), output, opts: watch(), live_line: false, confirm: Confirmers::scripted(None).0 },
             stop,
             &mut deps,
         )
@@ -882,7 +902,13 @@ mod tests {
         let e = follow(
             script(vec![(0, down), (1, refused)]),
             never,
-            Shown { leases: leases(), output: table(), opts: watch(), live_line: false },
+            Shown {
+                leases: leases(),
+                output: table(),
+                opts: watch(),
+                live_line: false,
+                confirm: Confirmers::scripted(None).0,
+            },
             stop,
             &mut deps,
         )

@@ -1,9 +1,13 @@
 //! The live loop both live commands run on, `lease --watch` and `gate --watch`/`--wait`: one
 //! `select!` over the shutdown signal, the give-up time (`--timeout`), the command's own timer
-//! (the moment the Lease goes stale), the watches' updates and the status line's second; the
-//! connection's interrupted/resumed lines; and a closed stdout ending the command quietly,
-//! with the code its `--timeout` would give at that moment.
-//! Each command keeps only what it makes of an update.
+//! (the moment the Lease goes stale), the watches' updates and the status line's second; and a
+//! closed stdout ending the command quietly, with the code its `--timeout` would give at that
+//! moment. Each command keeps only what it makes of an update.
+//!
+//! [`Driver`] runs the one heartbeat machine ([`LiveLease`]) for both: it feeds the machine
+//! what the streams bring and the timer, makes the confirming read the machine asks for (on a
+//! connection of its own) and starts the watch it finds dead. The shell only reads and
+//! writes: the rules are the machine's.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -12,9 +16,19 @@ use std::time::Duration;
 use futures::{Stream, StreamExt};
 use tokio::time::{Instant, Interval};
 
+use futures::future::BoxFuture;
+use k8s_openapi::jiff::Timestamp;
+
 use super::sleep_opt;
-use crate::core::lease::LeaseRef;
-use crate::core::link::{Link, LinkEvent};
+use crate::clock::Clock;
+use crate::cluster::connecting::connect::Connection;
+use crate::cluster::watching::reflector::Restart;
+use crate::core::confirm::Confirmed;
+use crate::core::fetched::Fetched;
+use crate::core::heartbeats::{Heartbeats, Steps, Which};
+use crate::core::lease::{LeaseFacts, LeaseRef};
+use crate::core::link::LinkEvent;
+use crate::core::live_lease::Ending;
 use crate::error::Error;
 use crate::exit::Exit;
 
@@ -38,6 +52,9 @@ pub struct LiveLoop<S, F> {
     updates: Pin<Box<S>>,
     shutdown: Pin<Box<F>>,
     give_up: Option<Instant>,
+    /// `--timeout 0`: check once, as `kubectl wait --timeout=0`: the time is up once the first
+    /// state was judged ([`LiveLoop::judged`]), not before anything was read.
+    once: bool,
     tick: Option<Interval>,
 }
 
@@ -49,11 +66,25 @@ impl<S: Stream, F: Future<Output = ()>> LiveLoop<S, F> {
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
             tick
         });
+        let once = timeout.is_some_and(|t| t.is_zero());
         LiveLoop {
             updates: Box::pin(updates),
             shutdown: Box::pin(shutdown),
-            give_up: timeout.and_then(|t| Instant::now().checked_add(t)),
+            give_up: timeout.filter(|_| !once).and_then(|t| Instant::now().checked_add(t)),
+            once,
             tick,
+        }
+    }
+
+    /// The time left to `--timeout`, if one was given.
+    pub fn left(&self) -> Option<Duration> {
+        self.give_up.map(|g| g.saturating_duration_since(Instant::now()))
+    }
+
+    /// Says a state was judged: with `--timeout 0`, the time is up now.
+    pub fn judged(&mut self) {
+        if std::mem::take(&mut self.once) {
+            self.give_up = Some(Instant::now());
         }
     }
 
@@ -83,54 +114,159 @@ impl<S: Stream, F: Future<Output = ()>> LiveLoop<S, F> {
     }
 }
 
-/// What both live modes do with their streams' connection: the one story of the link
-/// ([`Link`]), a refusal ending the command, each polled Lease said once, and `--timeout`
-/// in an outage being an error.
-pub struct ConnectionStory {
-    pub link: Link,
-    polled: std::collections::BTreeSet<String>,
+/// The read that confirms dispatch's Lease stale ([`crate::core::confirm`]), and the restart
+/// of its watch when the read finds the watch dead. The product reads the Lease on a new
+/// connection ([`confirmer`]); a test answers as it scripts.
+pub struct Confirmer {
+    /// Reads the Lease, given the last read the watch brought (which a test may echo) and the
+    /// time left to `--timeout`.
+    pub read: Box<ReadLease>,
+    pub restart: Restart,
 }
 
-impl ConnectionStory {
-    pub fn new(streams: usize) -> ConnectionStory {
-        ConnectionStory { link: Link::new(streams), polled: Default::default() }
-    }
+/// A confirming read: given the last read the watch brought and the time left to `--timeout`.
+pub type ReadLease = dyn FnMut(Option<&Fetched<LeaseFacts>>, Option<Duration>) -> BoxFuture<'static, Confirmed>;
 
-    /// What stream `stream`'s connection did: the lines to say on stderr (`None`: nothing), or
-    /// the error a refusal ends the command with.
-    pub fn event(
-        &mut self,
-        stream: usize,
-        event: LinkEvent,
-        now: k8s_openapi::jiff::Timestamp,
-    ) -> Result<Option<String>, Error> {
-        match event {
-            LinkEvent::Refused(refusal) => Err(crate::cluster::watching::reflector::refused(refusal)),
-            event => Ok(connection_lines(&mut self.link, stream, event, now)),
-        }
-    }
+/// The product's [`Confirmer`] of `lease`, whose watch `restart` starts again.
+pub fn confirmer(conn: &Connection, lease: &LeaseRef, restart: Restart) -> Confirmer {
+    let (conn, lease) = (conn.clone(), lease.clone());
+    let read = move |last: Option<&Fetched<LeaseFacts>>, left: Option<Duration>| -> BoxFuture<'static, Confirmed> {
+        let duration = last.and_then(|l| l.found()).and_then(|f| f.duration_seconds);
+        let (conn, lease) = (conn.clone(), lease.clone());
+        Box::pin(async move { crate::cluster::watching::confirm::read(&conn, &lease, duration, left).await })
+    };
+    Confirmer { read: Box::new(read), restart }
+}
 
-    /// A Lease polled with get rather than watched: its line, the first time only.
-    pub fn polling(&mut self, lease: &crate::core::lease::LeaseRef, every: Duration, rule: &str) -> Option<String> {
-        self.polled.insert(lease.to_string()).then(|| polling_line(lease, every, rule))
-    }
-
-    /// `--timeout` came: an error when the connection is down then (no state seen is
-    /// current), else `Ok` for the command's own end.
-    pub fn timed_out(&self, timeout: Option<Duration>) -> Result<(), Error> {
-        match (self.link.down_at_timeout(), timeout) {
-            (Some(cause), Some(timeout)) => Err(Error::DownAtTimeout { timeout, cause }),
-            _ => Ok(()),
-        }
+impl Confirmer {
+    /// A confirmer whose read finds the Lease as the watch last brought it (not renewed), or
+    /// answers `answer` when given: for a loop fed scripted updates (tests, golden files).
+    pub fn scripted(answer: Option<Confirmed>) -> (Confirmer, crate::cluster::watching::reflector::Restarts) {
+        let (restart, restarts) = crate::cluster::watching::reflector::restart();
+        let read = move |last: Option<&Fetched<LeaseFacts>>, _: Option<Duration>| -> BoxFuture<'static, Confirmed> {
+            let got = answer.clone().unwrap_or_else(|| Confirmed::Read(last.cloned().unwrap_or(Fetched::Missing)));
+            Box::pin(std::future::ready(got))
+        };
+        (Confirmer { read: Box::new(read), restart }, restarts)
     }
 }
 
-/// Said once on stderr when the Lease is polled rather than watched.
-pub fn polling_line(lease: &LeaseRef, every: Duration, rule: &str) -> String {
-    format!(
-        "polling Lease {lease} with get every {}: list and watch on it are forbidden (missing RBAC: {rule})",
-        crate::core::duration::go_duration(every)
-    )
+/// An update of a live mode's streams, as the machine takes it.
+pub enum Feed<U> {
+    /// dispatch's Lease, read or brought by an event (already checked for namespace and name).
+    Lease(Fetched<LeaseFacts>),
+    /// Kueue's manager's Lease, as its own stream brought it.
+    Kueue(Fetched<LeaseFacts>),
+    /// What a stream's connection did (by its index in the link).
+    Link(usize, LinkEvent),
+    /// A Lease is polled with get, list and watch being forbidden (`rule`).
+    Polling { lease: LeaseRef, every: Duration, rule: String },
+    /// What only the command takes (the gate's other facts).
+    Own(U),
+    /// Nothing to act on.
+    Nothing,
+}
+
+/// What woke a live mode, the machine's part done.
+pub enum Woken<U> {
+    /// What the Leases' instances made of an update of theirs, or of the timer.
+    Steps(Box<Steps>),
+    /// An update the command takes itself.
+    Own(U),
+    /// A second passed, for the status line.
+    Tick,
+    /// `--timeout` ran out: the end the machine has now.
+    TimedOut(Ending),
+    /// Ctrl-C or SIGTERM.
+    Shutdown,
+    /// Every stream ended.
+    Ended,
+}
+
+/// The confirming reads of the Leases a live mode follows: dispatch's and Kueue's manager's.
+pub struct Confirmers {
+    pub dispatch: Confirmer,
+    pub kueue: Confirmer,
+}
+
+impl Confirmers {
+    /// dispatch's confirmer scripted as [`Confirmer::scripted`] says (the restarts of its
+    /// watch returned), and Kueue's finding the Lease as its watch last brought it.
+    pub fn scripted(answer: Option<Confirmed>) -> (Confirmers, crate::cluster::watching::reflector::Restarts) {
+        let (dispatch, restarts) = Confirmer::scripted(answer);
+        (Confirmers { dispatch, kueue: Confirmer::scripted(None).0 }, restarts)
+    }
+}
+
+/// The one driver of the heartbeat machine: the loop over the streams and timers, the
+/// Leases' instances ([`Heartbeats`]), and the confirming reads each asks for.
+pub struct Driver<S, F> {
+    pub live: LiveLoop<S, F>,
+    pub beats: Heartbeats,
+    confirm: Confirmers,
+}
+
+impl<S: Stream, F: Future<Output = ()>> Driver<S, F> {
+    pub fn new(live: LiveLoop<S, F>, beats: Heartbeats, confirm: Confirmers) -> Self {
+        Driver { live, beats, confirm }
+    }
+
+    /// Waits for the next thing to act on: an update (made into a [`Feed`] by `feed`), the
+    /// machine's timer, a tick, the timeout or the end.
+    pub async fn next<U>(&mut self, clock: &dyn Clock, feed: impl FnOnce(S::Item) -> Feed<U>) -> Woken<U> {
+        let now = clock.now();
+        let at = self.beats.wake(now).and_then(|w| Instant::now().checked_add(until(now, w)));
+        let steps = match self.live.next(at).await {
+            Woke::Shutdown => return Woken::Shutdown,
+            Woke::Ended => return Woken::Ended,
+            Woke::TimedOut => return Woken::TimedOut(self.beats.ending(clock.now(), false)),
+            Woke::Tick => return Woken::Tick,
+            Woke::Timer => self.beats.timer(clock.now()),
+            Woke::Update(u) => {
+                let now = clock.now();
+                match feed(u) {
+                    Feed::Lease(read) => self.beats.lease(Which::Dispatch, read, now),
+                    Feed::Kueue(read) => self.beats.lease(Which::Kueue, read, now),
+                    Feed::Link(stream, event) => self.beats.link_event(stream, event, now),
+                    Feed::Polling { lease, every, rule } => self.beats.polled(&lease, every, &rule),
+                    Feed::Own(u) => return Woken::Own(u),
+                    Feed::Nothing => Steps::default(),
+                }
+            }
+        };
+        Woken::Steps(Box::new(self.settle(steps, clock).await))
+    }
+
+    /// Makes the confirming reads the steps ask for and hands what each found to its
+    /// instance; starts a watch again when its instance finds it dead.
+    async fn settle(&mut self, mut steps: Steps, clock: &dyn Clock) -> Steps {
+        for which in [Which::Dispatch, Which::Kueue] {
+            let confirm = match which {
+                Which::Dispatch => &mut self.confirm.dispatch,
+                Which::Kueue => &mut self.confirm.kueue,
+            };
+            let Some(machine) = self.beats.get(which) else { continue };
+            if steps.get(which).confirm {
+                let read = (confirm.read)(machine.last(), self.live.left()).await;
+                let confirmed = self.beats.confirmed(which, read, clock.now());
+                steps.put(which, confirmed.take(which));
+            }
+            if steps.get(which).restart {
+                confirm.restart.now();
+            }
+        }
+        steps
+    }
+}
+
+/// The non-negative time from `now` to `deadline`.
+fn until(now: Timestamp, deadline: Timestamp) -> Duration {
+    Duration::try_from(deadline.duration_since(now)).unwrap_or(Duration::ZERO)
+}
+
+/// The error a refused stream ends a live mode with.
+pub fn refused(refusal: crate::core::link::Refusal) -> Error {
+    crate::cluster::watching::reflector::refused(refusal)
 }
 
 /// The YAML documents a live mode has written, for the `---` between them.
@@ -152,18 +288,6 @@ pub fn notes<'a>(deps: &'a mut super::Deps<'_>, no_headers: bool) -> crate::rend
         out: &mut *deps.out,
         notes: no_headers.then_some(&mut *deps.err as &mut dyn std::io::Write),
     }
-}
-
-/// What the connection did, as the lines to say on stderr (`watch interrupted: ...`, `watch
-/// resumed`), one text; `None` when there is nothing to say.
-pub fn connection_lines(
-    link: &mut Link,
-    stream: usize,
-    event: LinkEvent,
-    now: k8s_openapi::jiff::Timestamp,
-) -> Option<String> {
-    let said: Vec<String> = link.observe(stream, event, now).iter().map(|l| l.line()).collect();
-    (!said.is_empty()).then(|| said.join("\n"))
 }
 
 /// `--wait`'s one print into a closed stdout (`| head -1`): nothing more to do, and the

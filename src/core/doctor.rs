@@ -5,10 +5,13 @@
 use k8s_openapi::jiff::Timestamp;
 
 use super::fetched::Fetched;
+use super::gate::GateSettings;
 use super::holder::{HolderFacts, PodState};
-use super::kueue::API_VERSIONS;
+use super::kueue::{API_VERSIONS, AdmissionCheck, ClusterQueue, inactive_by_kueue, inactive_sentence};
 use super::kueue_lease;
 use super::lease::{self, LeaseFacts, LeaseRef, LeaseState};
+use super::lookalike;
+use super::waiting::Waiting;
 
 /// One read the plugin (or the adapter) does, as an access review asks about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,6 +126,20 @@ pub fn reads(lease: &LeaseRef, namespace: Option<&str>) -> Vec<Access> {
     ]
 }
 
+/// The get on Kueue's manager's Lease that the gate, `workload` and `doctor` read as context:
+/// optional, so that `--rbac` grants it when the manager's row warns that it cannot be read.
+pub fn kueue_lease_read(kueue: &LeaseRef) -> Access {
+    Access {
+        verb: "get",
+        group: "coordination.k8s.io",
+        resource: "leases",
+        namespace: Some(kueue.namespace.clone()),
+        name: Some(kueue.name.clone()),
+        needed_by: "Kueue's manager's heartbeat (context)",
+        required: false,
+    }
+}
+
 /// An access review's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
@@ -172,6 +189,20 @@ pub struct DoctorFacts {
     pub holder: Option<HolderFacts>,
     /// Kueue's own manager's Lease and what reading it gave; `None` when not read.
     pub kueue_lease: Option<(LeaseRef, Fetched<LeaseFacts>)>,
+    /// Kueue's queues and checks as the gate reads them; `None` when they could not be read.
+    pub queues: Option<QueueFacts>,
+}
+
+/// What the gate reads of Kueue, for the doctor's findings about it: dispatch's checks under
+/// another controllerName, and ClusterQueues Kueue itself does not admit on.
+#[derive(Debug, Clone)]
+pub struct QueueFacts {
+    /// dispatch's controllerName (`--controller-name`, the adapter's config, or the default).
+    pub controller_name: String,
+    pub cluster_queues: Fetched<Vec<ClusterQueue>>,
+    pub admission_checks: Fetched<Vec<AdmissionCheck>>,
+    /// The Workloads waiting at dispatch's checks or at their lookalikes.
+    pub waiting: Vec<Waiting>,
 }
 
 /// How a finding weighs.
@@ -221,9 +252,43 @@ pub struct DoctorReport {
     pub missing: Vec<Access>,
     /// The RBAC objects that grant what is missing; `None` when nothing is.
     pub rbac: Option<RbacPlan>,
+    /// The command an admin runs to apply them: `kubectl dispatch doctor --as <the caller>
+    /// --rbac | kubectl apply -f -`, so that the RBAC is computed for the caller, not for the
+    /// admin; `None` when nothing is missing.
+    pub grant: Option<String>,
     /// Fail when anything would stop the gate or the plugin, else Unknown when something
     /// cannot be told, else Ok (warnings never count).
     pub overall: Level,
+}
+
+/// What `doctor --rbac` could make of the access reviews, whatever else the doctor found (a
+/// stale Lease is no reason to withhold a grant): its exit code says this, not the checklist's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RbacOutcome {
+    /// Every read was reviewed and the grant names the caller: apply it (or, with no plan,
+    /// nothing is missing).
+    Complete,
+    /// The grant is partial or names no one: these are the reads that could not be reviewed,
+    /// or the placeholder user that must be replaced.
+    Incomplete(Vec<String>),
+}
+
+impl DoctorReport {
+    /// Whether `--rbac`'s YAML is the whole grant for a named caller.
+    pub fn rbac_outcome(&self) -> RbacOutcome {
+        let mut gaps: Vec<String> = self
+            .findings
+            .iter()
+            .filter_map(|f| match &f.access {
+                Some((access, Answer::Unanswered(why))) => Some(format!("{}: cannot tell: {why}", access.rule())),
+                _ => None,
+            })
+            .collect();
+        if self.rbac.is_some() && self.identity.is_none() {
+            gaps.push(format!("the user could not be named: replace {RBAC_PLACEHOLDER} in the YAML"));
+        }
+        if gaps.is_empty() { RbacOutcome::Complete } else { RbacOutcome::Incomplete(gaps) }
+    }
 }
 
 /// Judges the facts at `now`.
@@ -254,11 +319,47 @@ pub fn evaluate(lease_ref: &LeaseRef, facts: &DoctorFacts, now: Timestamp) -> Do
     if let Some((kueue_ref, fetched)) = &facts.kueue_lease {
         findings.push(kueue_lease_finding(&kueue_lease::assess(kueue_ref, fetched, now)));
     }
+    if let Some(queues) = &facts.queues {
+        findings.extend(queue_findings(queues));
+    }
     let missing: Vec<Access> =
         facts.access.iter().filter(|(_, answer)| matches!(answer, Answer::Denied(_))).map(|(a, _)| a.clone()).collect();
     let rbac = (!missing.is_empty()).then(|| rbac_plan(&missing, facts.identity.as_ref()));
     let overall = findings.iter().map(|f| f.level).filter(|l| *l != Level::Warning).max().unwrap_or(Level::Ok);
-    DoctorReport { identity: facts.identity.clone(), findings, missing, rbac, overall }
+    let grant = rbac.as_ref().map(|_| grant_command(lease_ref, facts));
+    DoctorReport { identity: facts.identity.clone(), findings, missing, rbac, grant, overall }
+}
+
+/// `kubectl dispatch doctor --as alice --as-group team-ml -n team-a --rbac | kubectl apply -f -`:
+/// the doctor run as the caller (the SelfSubjectReview's user and its groups; the placeholder
+/// when it could not be asked), with the reads that chose the RBAC (the Workloads' namespace,
+/// a Lease that is not the default), so that an admin who runs it gets the caller's RBAC.
+pub fn grant_command(lease_ref: &LeaseRef, facts: &DoctorFacts) -> String {
+    let word = super::lookalike::shell_word;
+    let mut args = vec!["kubectl dispatch doctor".to_string()];
+    match &facts.identity {
+        Some(id) => {
+            args.push(format!("--as {}", word(&id.username)));
+            // system:authenticated is added to every impersonated user by the API server.
+            let groups = id.groups.iter().filter(|g| g.as_str() != "system:authenticated");
+            args.extend(groups.map(|g| format!("--as-group {}", word(g))));
+        }
+        None => args.push(format!("--as {RBAC_PLACEHOLDER}")),
+    }
+    let workloads = facts.access.iter().find(|(a, _)| a.resource == "workloads").map(|(a, _)| &a.namespace);
+    match workloads {
+        Some(Some(ns)) => args.push(format!("-n {}", word(ns))),
+        Some(None) => args.push("-A".into()),
+        None => {}
+    }
+    if *lease_ref != LeaseRef::default() {
+        args.push(format!("--lease {}", word(&lease_ref.to_string())));
+    }
+    if let Some((kueue, _)) = facts.kueue_lease.as_ref().filter(|(k, _)| *k != LeaseRef::kueue_default()) {
+        args.push(format!("--kueue-lease {}", word(&kueue.to_string())));
+    }
+    args.push("--rbac | kubectl apply -f -".into());
+    args.join(" ")
 }
 
 fn identity_finding(identity: Option<&Identity>) -> Finding {
@@ -363,6 +464,52 @@ fn kueue_lease_finding(a: &lease::LeaseAssessment) -> Finding {
         detail: kueue_lease::sentence(a),
         access: None,
     }
+}
+
+/// What the gate would say beside its verdict: each AdmissionCheck that is plainly dispatch's
+/// under another controllerName (with its flag and its waiting Workloads), and each ClusterQueue
+/// that lists one of dispatch's checks but that Kueue reports inactive for a reason of its own.
+/// Warnings: neither changes the adapter's verdict, which `gate` gives.
+fn queue_findings(q: &QueueFacts) -> Vec<Finding> {
+    let settings = GateSettings { controller_name: q.controller_name.clone(), ..GateSettings::default() };
+    let mut findings: Vec<Finding> = lookalike::find(settings.wanted(), &q.admission_checks, &q.waiting)
+        .into_iter()
+        .map(|l| {
+            let waits = if l.waiting > 0 { format!("; {}", l.waiting_sentence()) } else { String::new() };
+            Finding {
+                area: "admission check",
+                check: format!("an AdmissionCheck names controller {}", q.controller_name),
+                short: None,
+                level: Level::Warning,
+                detail: format!("{}{waits}", l.warning(&q.controller_name)),
+                access: None,
+            }
+        })
+        .collect();
+    let dispatch = super::gate::dispatch_checks(&settings, &q.admission_checks);
+    let queues = q.cluster_queues.found().map(Vec::as_slice).unwrap_or_default();
+    for cq in queues.iter().filter(|cq| cq.check_names().any(|c| dispatch.contains(c))) {
+        let Some(active) = inactive_by_kueue(cq.active.as_ref()) else { continue };
+        let waits = q.waiting.iter().filter(|w| w.cluster_queue.as_deref() == Some(&cq.name)).count();
+        let waits = match waits {
+            0 => String::new(),
+            1 => "; 1 workload waits there".to_string(),
+            n => format!("; {n} workloads wait there"),
+        };
+        findings.push(Finding {
+            area: "clusterqueue",
+            check: format!("Kueue admits on ClusterQueue {}", cq.name),
+            short: None,
+            level: Level::Warning,
+            detail: format!(
+                "{}: Kueue admits nothing there, whatever dispatch's gate says{waits} (kubectl describe clusterqueue {})",
+                inactive_sentence(&cq.name, active),
+                cq.name
+            ),
+            access: None,
+        });
+    }
+    findings
 }
 
 /// What the caller lacks, as the RBAC objects that grant it: a ClusterRole and
@@ -519,6 +666,7 @@ mod tests {
             }),
             holder: None,
             kueue_lease: None,
+            queues: None,
         }
     }
 
@@ -581,6 +729,37 @@ mod tests {
         let mut f = facts(|_| Answer::Unanswered("forbidden".into()));
         f.namespace = Fetched::Missing;
         assert_eq!(evaluate(&LeaseRef::default(), &f, now()).overall, Level::Fail);
+    }
+
+    #[test]
+    fn rbac_is_complete_whatever_the_lease_says() {
+        let pods = |a: &Access| if a.resource == "pods" { Answer::Denied(None) } else { Answer::Allowed };
+        let mut f = facts(pods);
+        f.lease = Fetched::Found(LeaseFacts {
+            renew_time: Some(now() - SignedDuration::from_secs(600)),
+            ..f.lease.found().unwrap().clone()
+        });
+        let r = evaluate(&LeaseRef::default(), &f, now());
+        assert_eq!(r.overall, Level::Fail, "the stale Lease fails the checklist");
+        assert_eq!(r.rbac_outcome(), RbacOutcome::Complete, "but the grant is whole");
+        assert_eq!(
+            evaluate(&LeaseRef::default(), &facts(|_| Answer::Allowed), now()).rbac_outcome(),
+            RbacOutcome::Complete
+        );
+        let mut nobody = facts(pods);
+        nobody.identity = None;
+        let RbacOutcome::Incomplete(gaps) = evaluate(&LeaseRef::default(), &nobody, now()).rbac_outcome() else {
+            panic!("a placeholder user is no whole grant")
+        };
+        assert_eq!(gaps, ["the user could not be named: replace REPLACE-WITH-THE-USER in the YAML"]);
+        let unanswered =
+            |a: &Access| if a.resource == "pods" { Answer::Unanswered("x".into()) } else { Answer::Allowed };
+        let RbacOutcome::Incomplete(gaps) = evaluate(&LeaseRef::default(), &facts(unanswered), now()).rbac_outcome()
+        else {
+            panic!("an unreviewed read is no whole grant")
+        };
+        assert_eq!(gaps.len(), 1);
+        assert!(gaps[0].starts_with("get pods") && gaps[0].ends_with(": cannot tell: x"), "{gaps:?}");
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! Durations written the two ways operators already know: Go's `time.Duration` text (the
-//! adapter's reason strings) and kubectl's `HumanDuration` (ages in tables).
+//! Durations written the two ways operators already know: kubectl's `HumanDuration` (every age
+//! and limit in a table, a sentence or the adapter's reason strings) and Go's `time.Duration`
+//! text (a bound as the flags take it: `--timeout 1.5s`).
 
 use k8s_openapi::jiff::SignedDuration;
 
@@ -23,6 +24,9 @@ pub fn go_seconds(seconds: i64) -> String {
 
 /// A configured bound as Go writes a `time.Duration`: `500ms`, `2s`, `1.5s`, `1m30s`.
 pub fn go_duration(d: std::time::Duration) -> String {
+    if d.is_zero() {
+        return "0s".to_string();
+    }
     let ms = d.as_millis();
     if ms < 1000 {
         return format!("{ms}ms");
@@ -110,7 +114,8 @@ mod tests {
     #[test]
     fn bounds_read_as_go_writes_them() {
         use std::time::Duration;
-        for (ms, want) in [(500, "500ms"), (2000, "2s"), (1500, "1.5s"), (1250, "1.25s"), (90_000, "1m30s")] {
+        for (ms, want) in [(0, "0s"), (500, "500ms"), (2000, "2s"), (1500, "1.5s"), (1250, "1.25s"), (90_000, "1m30s")]
+        {
             assert_eq!(go_duration(Duration::from_millis(ms)), want, "{ms}");
         }
     }

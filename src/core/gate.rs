@@ -15,6 +15,7 @@ use super::fetched::Fetched;
 use super::holder::HolderFacts;
 use super::kueue::{AdmissionCheck, CheckRule, ClusterQueue, Condition};
 use super::lease::{self, LeaseAssessment, LeaseFacts, LeaseRef, LeaseState};
+use super::lookalike::{self, Lookalike};
 use super::verdict::Verdict;
 
 /// What the operator asked about; the adapter's settings.
@@ -28,6 +29,13 @@ pub struct GateSettings {
     /// Kueue's own manager's Lease, read beside dispatch's and shown as context, never judged
     /// as a check.
     pub kueue_lease: LeaseRef,
+}
+
+impl GateSettings {
+    /// What names dispatch's check, for [`lookalike`].
+    pub fn wanted(&self) -> lookalike::Wanted<'_> {
+        lookalike::Wanted { controller_name: &self.controller_name, admission_check: self.admission_check.as_deref() }
+    }
 }
 
 impl Default for GateSettings {
@@ -154,6 +162,10 @@ pub struct GateReport {
     /// Names of dispatch's AdmissionChecks in scope (whose Pending state means "waits for us").
     pub dispatch_checks: BTreeSet<String>,
     pub verdict: Verdict,
+    /// When no AdmissionCheck names dispatch's controller, those that plainly are dispatch's
+    /// under another controllerName ([`lookalike`](super::lookalike)); said beside the verdict,
+    /// never changing it. Their waiting Workloads are counted where those were read.
+    pub lookalikes: Vec<Lookalike>,
 }
 
 /// Evaluates the gate at `now`.
@@ -167,7 +179,8 @@ pub fn evaluate(settings: &GateSettings, facts: &GateFacts, now: Timestamp) -> G
         .map(|subject| chain(settings, facts, subject, heartbeat.clone()))
         .collect();
     let verdict = Verdict::worst(chains.iter().map(|c| c.verdict));
-    GateReport { chains, lease, dispatch_checks, verdict }
+    let lookalikes = lookalike::find(settings.wanted(), &facts.admission_checks, &[]);
+    GateReport { chains, lease, dispatch_checks, verdict, lookalikes }
 }
 
 /// The AdmissionChecks that are dispatch's: the one named with `--admission-check`, else every

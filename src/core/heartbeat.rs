@@ -1,6 +1,8 @@
-//! Following a Lease over time: the pure state machine behind `lease --watch`. It is fed what
-//! the watch saw (or a timer tick) with `now`, and says which changes of status to report. A
-//! Lease that stops being renewed sends no events, so the caller also ticks it at
+//! A Lease's story over time: the rows of `lease --watch`, kept by the heartbeat machine
+//! (`LiveLease`). It is fed what the watch saw (or a timer tick) with `now`, and says
+//! which changes of status to report: renewals and their gaps, takeovers (across a spell with
+//! no holder, no Lease or no access too), stale and fresh, and a renewTime that went back. A
+//! Lease that stops being renewed sends no events, so the machine also ticks it at
 //! [`Tracker::deadline`], the moment the heartbeat goes stale.
 
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
@@ -138,8 +140,11 @@ pub struct Tracker {
     /// Set once a takeover was seen: a new holder after another, directly or after a spell
     /// with no holder (a release then an acquire) or no Lease.
     pub took_over: bool,
-    /// The last holder seen, kept through a spell with no holder.
+    /// The last holder seen, kept through a spell with no holder, no Lease or no access.
     last_holder: Option<String>,
+    /// A renewTime older than the last one was seen (the server went back in time): `Some`
+    /// until said, then `None` for good ([`Tracker::back_in_time`]).
+    went_back: Option<bool>,
 }
 
 impl Tracker {
@@ -153,12 +158,43 @@ impl Tracker {
             gaps: Gaps::default(),
             took_over: false,
             last_holder: None,
+            went_back: Some(false),
         }
+    }
+
+    /// The warning that the server went back in time (a renewTime older than the last one
+    /// seen), the first time only.
+    pub fn back_in_time(&mut self) -> Option<String> {
+        if self.went_back != Some(true) {
+            return None;
+        }
+        self.went_back = None;
+        Some(format!(
+            "the API server sent Lease {} with a renewTime older than the last one seen (it went back in time, or \
+             a stale replica answered); the older renewal is no gap and no row",
+            self.lease
+        ))
     }
 
     /// The current assessment at `now`.
     pub fn assess(&self, now: Timestamp) -> Option<LeaseAssessment> {
         self.last.as_ref().map(|f| lease::assess(&self.lease, f, now))
+    }
+
+    /// The Lease followed.
+    pub fn lease(&self) -> &LeaseRef {
+        &self.lease
+    }
+
+    /// The last observation of the Lease.
+    pub fn last(&self) -> Option<&Fetched<LeaseFacts>> {
+        self.last.as_ref()
+    }
+
+    /// Whether a tick at `now` would turn a fresh heartbeat stale (the moment a confirming
+    /// read is due, [`crate::core::confirm`]).
+    pub fn goes_stale(&self, now: Timestamp) -> bool {
+        self.last_label == Some("fresh") && self.assess(now).is_some_and(|a| a.state.label() != "fresh")
     }
 
     /// When a fresh heartbeat goes stale: just past renewTime + 2 × duration (exactly at the
@@ -185,6 +221,16 @@ impl Tracker {
             Observation::Lease(None) => Fetched::Missing,
             Observation::Forbidden(rule) => Fetched::Forbidden(Denied { rule }),
         };
+        // Older than the last renewal seen, same holder: no gap, no row, the newer one kept
+        // (its deadline still comes, and the confirming read then decides); said once
+        // ([`Tracker::back_in_time`]).
+        if let (Some(Fetched::Found(old)), Fetched::Found(new)) = (&previous, &next)
+            && old.holder() == new.holder()
+            && old.renew_time.zip(new.renew_time).is_some_and(|(a, b)| b < a)
+        {
+            self.went_back = self.went_back.map(|_| true);
+            return Vec::new();
+        }
         let assessment = lease::assess(&self.lease, &next, now);
         let label = assessment.state.label();
         let label_changed = self.last_label != Some(label);
@@ -227,6 +273,16 @@ impl Tracker {
         let Some(previous) = previous else { return Some(ChangeKind::Observed) };
         match (previous, next) {
             (Fetched::Found(_), Fetched::Missing) => Some(ChangeKind::Deleted),
+            // Back from a spell without access to a new holder: the holder changed meanwhile.
+            (Fetched::Forbidden(_), Fetched::Found(new)) if self.handed_over(new) => {
+                self.took_over = true;
+                Some(ChangeKind::Takeover {
+                    from: self.last_holder.clone().unwrap_or_default(),
+                    to: new.holder().unwrap_or_default().to_string(),
+                    gap: None,
+                    transitions: new.transitions,
+                })
+            }
             (Fetched::Missing, Fetched::Found(new)) => {
                 // Created by another holder than the last: a holder change all the same.
                 if self.handed_over(new) {
@@ -389,6 +445,38 @@ mod tests {
         assert_eq!(kinds(t.observe(Observation::Lease(None), at(2))), ["deleted"]);
         assert_eq!(kinds(t.observe(Observation::Forbidden("get leases".into()), at(3))), ["status"]);
         assert_eq!(kinds(t.observe(Observation::Forbidden("get leases".into()), at(4))), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_new_holder_after_a_forbidden_spell_is_a_takeover() {
+        let mut t = Tracker::new(LeaseRef::default(), false);
+        t.observe(lease("a", 0, 0), at(0));
+        t.observe(Observation::Forbidden("get leases".into()), at(3));
+        let c = t.observe(lease("b", 5, 1), at(5));
+        assert!(matches!(&c[0].kind, ChangeKind::Takeover { from, to, .. } if from == "a" && to == "b"), "{c:?}");
+        assert!(t.took_over);
+        let mut t = Tracker::new(LeaseRef::default(), false);
+        t.observe(lease("a", 0, 0), at(0));
+        t.observe(Observation::Forbidden("get leases".into()), at(3));
+        assert_eq!(kinds(t.observe(lease("a", 5, 0), at(5))), ["fresh"], "the same holder back");
+        assert!(!t.took_over);
+    }
+
+    #[test]
+    fn a_renewal_older_than_the_last_is_no_gap_and_said_once() {
+        let mut t = Tracker::new(LeaseRef::default(), false);
+        t.observe(lease("a", 10, 0), at(10));
+        assert!(t.observe(lease("a", 4, 0), at(11)).is_empty(), "no row");
+        assert_eq!(t.gaps.count(), 0, "no negative gap");
+        assert!(t.back_in_time().is_some_and(|w| w.contains("went back in time")));
+        t.observe(lease("a", 2, 0), at(12));
+        assert_eq!(t.back_in_time(), None, "said once");
+        assert_eq!(kinds(t.observe(lease("a", 12, 0), at(12))), ["renewed"]);
+        assert_eq!(t.gaps.max(), Some(SignedDuration::from_secs(2)), "from the latest renewal seen");
+        // The kept renewal's deadline still comes.
+        let late = at(12 + 2 * 30 + 1);
+        assert!(t.goes_stale(late));
+        assert_eq!(kinds(t.observe(Observation::Tick, late)), ["stale"]);
     }
 
     #[test]

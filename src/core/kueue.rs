@@ -75,6 +75,20 @@ impl Condition {
     }
 }
 
+/// Kueue's Active condition on a ClusterQueue when it says Kueue admits nothing there for a
+/// reason of its own (a missing flavor, `Stopped`, ...): not `True`, and not
+/// `AdmissionCheckInactive`, which is Kueue's echo of the gate's check 3 (that check says it).
+pub fn inactive_by_kueue(active: Option<&Condition>) -> Option<&Condition> {
+    active.filter(|c| !c.is_true() && c.reason.as_deref() != Some("AdmissionCheckInactive"))
+}
+
+/// `Kueue reports ClusterQueue team-a inactive (FlavorNotFound: Can't admit ...)`.
+pub fn inactive_sentence(cluster_queue: &str, active: &Condition) -> String {
+    let said = active.said();
+    let why = if said.is_empty() { String::new() } else { format!(" ({said})") };
+    format!("Kueue reports ClusterQueue {cluster_queue} inactive{why}")
+}
+
 /// A LocalQueue, to find the ClusterQueue of a Workload that has no admission yet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LocalQueue {

@@ -54,9 +54,9 @@ pub fn sentence(a: &LeaseAssessment) -> String {
         LeaseState::NeverRenewed => {
             format!("Lease {lease} has never been renewed: no manager leads, so Kueue admits nothing")
         }
-        LeaseState::Missing => format!(
-            "no Lease {lease}: a manager without leader election holds none (--kueue-lease names another), so its heartbeat cannot be shown"
-        ),
+        // Why there may be none (a manager without leader election, another --kueue-lease) is
+        // in docs/kueue.md: the line stays short.
+        LeaseState::Missing => format!("no Lease {lease}: its heartbeat cannot be shown"),
         LeaseState::Forbidden { rule } => format!("Lease {lease} cannot be read without RBAC: {rule}"),
     }
 }
@@ -83,15 +83,15 @@ pub fn clause(a: &LeaseAssessment) -> Option<String> {
     Some(format!("; Kueue's manager is down ({why}), so nothing is admitted until it is back"))
 }
 
-/// Kueue's manager's Lease followed live, by both live modes: the last read, and what was
-/// said of it. A live view says Kueue's manager when that says something: at the first read as
-/// [`First`] says, then at every change of [`status`] (it goes stale, comes back, is deleted or
-/// created). Renewals, and a takeover between two live managers, say nothing.
+/// What the live modes have said of Kueue's manager. The Lease itself is followed by its own
+/// instance of the heartbeat machine (`core::heartbeats`): its reads, its timer, its
+/// confirming read and its outage story. Each time that instance judges the Lease, this says
+/// whether it is to be told: at the first judgement as [`First`] says, then at every change of
+/// [`status`] (it goes stale, comes back, is deleted or created). Renewals, and a takeover
+/// between two live managers, say nothing.
 #[derive(Debug, Clone)]
-pub struct Follower {
-    lease: LeaseRef,
-    last: Option<Fetched<LeaseFacts>>,
-    /// The status of the last read or tick judged (`None` before the first).
+pub struct Told {
+    /// The status of the last judgement (`None` before the first).
     status: Option<&'static str>,
     first: First,
 }
@@ -110,59 +110,19 @@ pub enum First {
     Noted,
 }
 
-impl Follower {
-    /// A follower for `lease --watch` ([`First::Down`]).
-    pub fn new(lease: LeaseRef) -> Follower {
-        Follower::with(lease, First::Down)
+impl Told {
+    pub fn new(first: First) -> Told {
+        Told { status: None, first }
     }
 
-    pub fn with(lease: LeaseRef, first: First) -> Follower {
-        Follower { lease, last: None, status: None, first }
-    }
-
-    /// Keeps a read without judging it: the next [`Follower::observe`] does.
-    pub fn read(&mut self, read: Fetched<LeaseFacts>) {
-        self.last = Some(read);
-    }
-
-    /// The last read, if any.
-    pub fn last(&self) -> Option<&Fetched<LeaseFacts>> {
-        self.last.as_ref()
-    }
-
-    /// The Lease at `now`, once it was read.
-    pub fn assess(&self, now: Timestamp) -> Option<LeaseAssessment> {
-        self.last.as_ref().map(|f| assess(&self.lease, f, now))
-    }
-
-    /// The last instant at which the Lease is still fresh (exactly at the limit still
-    /// passes), as dispatch's. `None` while it is not fresh.
-    pub fn fresh_until(&self, now: Timestamp) -> Option<Timestamp> {
-        match self.assess(now)?.state {
-            LeaseState::Fresh { stale_in, .. } => now.checked_add(stale_in).ok(),
-            _ => None,
-        }
-    }
-
-    /// When a fresh Lease goes stale with no event: just past [`Follower::fresh_until`].
-    pub fn deadline(&self, now: Timestamp) -> Option<Timestamp> {
-        self.fresh_until(now)?.checked_add(k8s_openapi::jiff::SignedDuration::from_micros(1)).ok()
-    }
-
-    /// Feeds a read (`None`: the deadline passed, or nothing new read); returns the Lease at
-    /// `now` when it is to be said.
-    pub fn observe(&mut self, read: Option<Fetched<LeaseFacts>>, now: Timestamp) -> Option<LeaseAssessment> {
-        if let Some(read) = read {
-            self.read(read);
-        }
-        let a = self.assess(now)?;
-        let status = status(&a);
-        let said = match self.status.replace(status) {
+    /// The Lease as its instance judged it: returned when it is to be said.
+    pub fn judged(&mut self, a: LeaseAssessment) -> Option<LeaseAssessment> {
+        let said = match self.status.replace(status(&a)) {
             None => match self.first {
                 First::Down => is_down(&a),
                 First::Noted => note(&a).is_some(),
             },
-            Some(before) => before != status,
+            Some(before) => before != status(&a),
         };
         said.then_some(a)
     }
@@ -225,7 +185,7 @@ mod tests {
         assert!(!is_down(&none) && clause(&none).is_none());
         assert_eq!(
             note(&none).unwrap(),
-            "Kueue's manager: no Lease kueue-system/c1f6bfd2.kueue.x-k8s.io: a manager without leader election holds none (--kueue-lease names another), so its heartbeat cannot be shown"
+            "Kueue's manager: no Lease kueue-system/c1f6bfd2.kueue.x-k8s.io: its heartbeat cannot be shown"
         );
         let rule = "get leases.coordination.k8s.io \"c1f6bfd2.kueue.x-k8s.io\" in namespace kueue-system";
         let forbidden = at(Fetched::Forbidden(Denied { rule: rule.into() }));
@@ -247,69 +207,60 @@ mod tests {
     }
 
     #[test]
-    fn a_follower_says_the_manager_going_down_and_coming_back_once_each() {
+    fn the_manager_going_down_and_coming_back_is_told_once_each() {
         let base = now();
         let at = |secs: i64| base + SignedDuration::from_secs(secs);
-        let read = |renewed: i64, holder: &str| {
-            Some(Fetched::Found(LeaseFacts {
+        let judged = |renewed: i64, holder: &str, secs: i64| {
+            let read = Fetched::Found(LeaseFacts {
                 holder: Some(holder.into()),
                 renew_time: Some(at(renewed)),
                 acquire_time: None,
                 duration_seconds: Some(15),
                 transitions: Some(0),
-            }))
+            });
+            assess(&LeaseRef::kueue_default(), &read, at(secs))
         };
-        let mut f = Follower::new(LeaseRef::kueue_default());
-        assert!(f.deadline(at(0)).is_none(), "nothing read yet");
-        assert!(f.observe(None, at(0)).is_none());
-        assert!(f.observe(read(0, "a"), at(0)).is_none(), "a leading manager at first says nothing");
-        assert_eq!(f.deadline(at(0)), Some(at(30) + SignedDuration::from_micros(1)));
-        assert!(f.observe(read(2, "a"), at(2)).is_none(), "a renewal says nothing");
-        assert!(f.observe(read(4, "b"), at(4)).is_none(), "nor a takeover between live managers");
-        let down = f.observe(None, at(35)).expect("stale at the deadline");
+        let mut t = Told::new(First::Down);
+        assert!(t.judged(judged(0, "a", 0)).is_none(), "a leading manager at first says nothing");
+        assert!(t.judged(judged(2, "a", 2)).is_none(), "a renewal says nothing");
+        assert!(t.judged(judged(4, "b", 4)).is_none(), "nor a takeover between live managers");
+        let down = t.judged(judged(4, "b", 35)).expect("stale");
         assert_eq!(status(&down), "stale");
-        assert!(f.observe(None, at(60)).is_none(), "still stale: said once");
-        assert!(f.deadline(at(60)).is_none());
-        let back = f.observe(read(61, "c"), at(61)).expect("a manager leads again");
+        assert!(t.judged(judged(4, "b", 60)).is_none(), "still stale: said once");
+        let back = t.judged(judged(61, "c", 61)).expect("a manager leads again");
         assert_eq!(
             sentence(&back),
             "Lease kueue-system/c1f6bfd2.kueue.x-k8s.io renewed 0s ago, within 30s: a manager leads"
         );
-        let gone = f.observe(Some(Fetched::Missing), at(62)).expect("deleted");
+        let gone = t.judged(assess(&LeaseRef::kueue_default(), &Fetched::Missing, at(62))).expect("deleted");
         assert_eq!(status(&gone), "no lease");
     }
 
     #[test]
-    fn a_follower_is_quiet_at_first_unless_no_manager_leads() {
+    fn lease_watch_is_quiet_at_first_unless_no_manager_leads() {
         for quiet in [Fetched::Missing, Fetched::Forbidden(Denied { rule: "get leases".into() })] {
-            let mut f = Follower::new(LeaseRef::kueue_default());
-            assert!(f.observe(Some(quiet), now()).is_none());
-            assert!(f.observe(None, now()).is_none());
+            let mut t = Told::new(First::Down);
+            assert!(t.judged(at(quiet.clone())).is_none());
+            assert!(t.judged(at(quiet)).is_none());
         }
-        let mut f = Follower::new(LeaseRef::kueue_default());
-        let stale = f.observe(Some(renewed(95)), now()).expect("down from the start");
+        let mut t = Told::new(First::Down);
+        let stale = t.judged(at(renewed(95))).expect("down from the start");
         assert!(is_down(&stale));
         let released = Fetched::Found(LeaseFacts { holder: Some(String::new()), ..Default::default() });
-        assert_eq!(f.observe(Some(released), now()).map(|a| status(&a)), Some("no holder"));
+        assert_eq!(t.judged(at(released)).map(|a| status(&a)), Some("no holder"));
     }
 
     #[test]
-    fn gates_follower_says_at_first_whatever_the_one_shot_gate_notes() {
+    fn the_gate_says_at_first_whatever_the_one_shot_gate_notes() {
         for (first, said) in [
             (renewed(3), None),
             (renewed(95), Some("stale")),
             (Fetched::Missing, Some("no lease")),
             (Fetched::Forbidden(Denied { rule: "get leases".into() }), Some("forbidden")),
         ] {
-            let mut f = Follower::with(LeaseRef::kueue_default(), First::Noted);
-            f.read(first);
-            assert!(f.last().is_some());
-            assert_eq!(f.observe(None, now()).map(|a| status(&a)), said);
-            assert!(f.observe(None, now()).is_none(), "said once");
+            let mut t = Told::new(First::Noted);
+            assert_eq!(t.judged(at(first.clone())).map(|a| status(&a)), said);
+            assert!(t.judged(at(first)).is_none(), "said once");
         }
-        let mut f = Follower::with(LeaseRef::kueue_default(), First::Noted);
-        f.read(renewed(0));
-        assert_eq!(f.fresh_until(now()), Some(now() + SignedDuration::from_secs(30)));
-        assert_eq!(f.deadline(now()), Some(now() + SignedDuration::from_secs(30) + SignedDuration::from_micros(1)));
     }
 }

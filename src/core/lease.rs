@@ -8,7 +8,7 @@ use std::str::FromStr;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
-use super::duration::{ceil_seconds, go_seconds};
+use super::duration::{human, human_up};
 use super::fetched::Fetched;
 use super::holder::{self, HolderFacts, HolderPod, Tenure};
 use super::verdict::Verdict;
@@ -181,8 +181,9 @@ pub fn future_skew(facts: &LeaseFacts, now: Timestamp) -> Option<SignedDuration>
 
 impl LeaseState {
     /// The adapter's reason, word for word, when the rule fails; `None` when it passes or
-    /// cannot be judged. The age is rounded up to whole seconds, so a Lease past its limit by
-    /// a fraction of a second reads `31s ago, beyond 30s`.
+    /// cannot be judged. Its durations are kubectl's HumanDuration, as every other duration the
+    /// plugin prints (`99s`, `3m7s`, `12m`); the age is rounded up to whole seconds, so a Lease
+    /// past its limit by a fraction of a second reads `31s ago, beyond 30s`.
     pub fn reason(&self, lease: &LeaseRef) -> Option<String> {
         match self {
             LeaseState::Fresh { .. } | LeaseState::Forbidden { .. } => None,
@@ -190,8 +191,8 @@ impl LeaseState {
             LeaseState::NeverRenewed => Some("the admission controller's Lease has never been renewed".into()),
             LeaseState::Stale { age, limit, .. } => Some(format!(
                 "the admission controller's Lease was last renewed {} ago, beyond {}",
-                go_seconds(ceil_seconds(*age)),
-                go_seconds(limit.as_secs())
+                human_up(*age),
+                human(*limit)
             )),
             LeaseState::Missing => Some(format!("Lease {lease} does not exist")),
         }
@@ -278,11 +279,13 @@ mod tests {
     }
 
     #[test]
-    fn stale_reason_writes_go_durations() {
+    fn stale_reason_writes_kubectls_human_durations() {
         let r = reason(lease(Some("pod-1_a"), Some(123_400_000), Some(15))).unwrap();
         assert_eq!(r, "the admission controller's Lease was last renewed 2m4s ago, beyond 30s", "123.4s rounds up");
+        let r = reason(lease(Some("pod-1_a"), Some(99_000_000), Some(15))).unwrap();
+        assert_eq!(r, "the admission controller's Lease was last renewed 99s ago, beyond 30s", "not 1m39s");
         let r = reason(lease(Some("pod-1_a"), Some(3_605_000_000), Some(60))).unwrap();
-        assert_eq!(r, "the admission controller's Lease was last renewed 1h0m5s ago, beyond 2m0s");
+        assert_eq!(r, "the admission controller's Lease was last renewed 60m ago, beyond 2m");
     }
 
     #[test]

@@ -23,6 +23,18 @@ pub enum LinkEvent {
     Refused(Refusal),
     /// A response's `Date` header, and this machine's clock when it arrived.
     Clock { server: Timestamp, local: Timestamp },
+    /// Something the stream passed over (an event it cannot read, an object it did not ask
+    /// for): said once per kind, as `Warning: TEXT`.
+    Passed(Passed, String),
+}
+
+/// What a stream passed over, for [`LinkEvent::Passed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Passed {
+    /// A watch event whose object cannot be read.
+    Unreadable,
+    /// An object other than the one asked for by a field selector.
+    Foreign,
 }
 
 /// Why a stream gave up, as kubectl's watch gives up on the same answers.
@@ -111,6 +123,16 @@ impl Say {
 }
 
 /// The connection as the status line shows it.
+/// Whose outage makes a Lease's heartbeat unknown ([`Link::down`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Every stream that decides (not context): dispatch's Lease, whose rows and `--until`
+    /// stand on all of them.
+    Deciding,
+    /// One stream alone: Kueue's manager's Lease, context with an outage story of its own.
+    Stream(usize),
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LinkStatus {
     /// Not answered yet.
@@ -146,25 +168,46 @@ enum Stream {
 #[derive(Debug, Clone)]
 pub struct Link {
     streams: Vec<Stream>,
+    /// Why each stream last failed.
+    causes: Vec<Option<String>>,
+    /// The streams that are context, not facts that decide (Kueue's manager's Lease): their
+    /// outages are told like any other, but never make the deciding state unknown
+    /// ([`Link::down_at_timeout`]).
+    context: Vec<bool>,
     /// When the current outage began.
     outage: Option<Timestamp>,
     /// An expiry was already said in this outage (or since the last one).
     expiry_said: bool,
-    /// Why the current (or last) outage began.
+    /// Why the current (or last) outage began, and which stream it began with.
     cause: Option<String>,
+    first: usize,
     /// The clocks were found apart (said once per run).
     skew_said: bool,
+    /// The kinds of [`LinkEvent::Passed`] said already.
+    passed: std::collections::BTreeSet<Passed>,
 }
 
 impl Link {
     pub fn new(streams: usize) -> Link {
         Link {
             streams: vec![Stream::Connecting; streams.max(1)],
+            causes: vec![None; streams.max(1)],
+            context: vec![false; streams.max(1)],
             outage: None,
             expiry_said: false,
             cause: None,
+            first: 0,
             skew_said: false,
+            passed: Default::default(),
         }
+    }
+
+    /// Marks stream `i` as context ([`Link::down_at_timeout`] leaves it out).
+    pub fn with_context(mut self, i: usize) -> Link {
+        if let Some(c) = self.context.get_mut(i) {
+            *c = true;
+        }
+        self
     }
 
     /// Feeds what stream `i` did at `now`; returns the lines to say (zero, one or two).
@@ -174,7 +217,9 @@ impl Link {
         match event {
             LinkEvent::Down(cause) => {
                 *slot = Stream::Down;
+                self.causes[i] = Some(cause.clone());
                 if self.outage.is_none() {
+                    self.first = i;
                     self.outage = Some(now);
                     self.expiry_said = false;
                     self.cause = Some(cause.clone());
@@ -193,6 +238,11 @@ impl Link {
             }
             // The command ends on it; nothing to say here.
             LinkEvent::Refused(_) => {}
+            LinkEvent::Passed(kind, text) => {
+                if self.passed.insert(kind) {
+                    say.push(Say::Warning(text));
+                }
+            }
             LinkEvent::Clock { server, local } => {
                 if !self.skew_said
                     && let Some(warning) = super::skew::server_clock(Some(server), local)
@@ -219,13 +269,31 @@ impl Link {
     /// `--timeout` came at this moment: `None` while the connection is live; else why it is
     /// not (`Some(Some(cause))` in an outage, `Some(None)` when never answered). No state seen
     /// then is current, so a live mode ends as an error rather than with a verdict.
+    /// Only the streams that decide count: a context stream (Kueue's manager's Lease) down
+    /// or never answered leaves the state of the others current.
     pub fn down_at_timeout(&self) -> Option<Option<String>> {
-        if self.outage.is_some() {
-            Some(self.cause.clone())
-        } else if !self.streams.contains(&Stream::Up) {
-            Some(None)
-        } else {
-            None
+        self.down(Scope::Deciding)
+    }
+
+    /// Whether the streams of `scope` are down at this moment: `None` while they are live;
+    /// else why not (`Some(Some(cause))` in an outage, `Some(None)` when never answered).
+    /// A Lease judged from those streams is unknown then, not stale.
+    pub fn down(&self, scope: Scope) -> Option<Option<String>> {
+        if let Scope::Stream(i) = scope {
+            return match self.streams.get(i) {
+                Some(Stream::Up) | None => None,
+                Some(Stream::Connecting) => Some(None),
+                Some(Stream::Down | Stream::Relisting) => Some(self.causes[i].clone()),
+            };
+        }
+        let deciding = || self.streams.iter().zip(&self.context).zip(&self.causes).filter(|((_, c), _)| !**c);
+        if let Some((_, cause)) = deciding().find(|((s, _), _)| matches!(s, Stream::Down | Stream::Relisting)) {
+            let outage = self.cause.clone().filter(|_| !self.context[self.first]);
+            return Some(outage.or_else(|| cause.clone()));
+        }
+        match deciding().any(|((s, _), _)| *s == Stream::Up) {
+            true => None,
+            false => Some(None),
         }
     }
 
@@ -329,6 +397,10 @@ mod tests {
         );
         assert!(l.observe(1, sample(40, 3), at(3)).is_empty(), "once");
         assert!(l.observe(0, sample(-60, 4), at(4)).is_empty(), "once, whichever way");
+        let passed = |kind| LinkEvent::Passed(kind, "passed over".into());
+        assert_eq!(l.observe(0, passed(Passed::Unreadable), at(4)), [Say::Warning("passed over".into())]);
+        assert!(l.observe(1, passed(Passed::Unreadable), at(4)).is_empty(), "once per kind");
+        assert_eq!(l.observe(0, passed(Passed::Foreign), at(4)).len(), 1);
         assert_eq!(l.status(at(4)), LinkStatus::Connecting, "a sample is not an answer");
     }
 
@@ -353,6 +425,19 @@ mod tests {
             fresh.down_at_timeout(),
             Some(Some("the API server refuses connections (connection refused)".into()))
         );
+    }
+
+    #[test]
+    fn a_context_stream_down_is_told_but_leaves_the_deciding_state_current() {
+        let mut l = Link::new(2).with_context(1);
+        l.observe(0, LinkEvent::Up, at(0));
+        assert_eq!(l.observe(1, down(), at(1)).len(), 1, "told like any outage");
+        assert_eq!(l.down_at_timeout(), None, "dispatch's stream is live");
+        l.observe(0, LinkEvent::Down("connection refused".into()), at(2));
+        assert_eq!(l.down_at_timeout(), Some(Some("connection refused".into())), "the deciding stream's own cause");
+        let mut never = Link::new(2).with_context(1);
+        never.observe(1, LinkEvent::Up, at(0));
+        assert_eq!(never.down_at_timeout(), Some(None), "only the context stream answered");
     }
 
     #[test]

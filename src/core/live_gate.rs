@@ -15,8 +15,7 @@ use k8s_openapi::jiff::Timestamp;
 use super::fetched::{Denied, Fetched};
 use super::gate::{self, Chain, CheckKind, GateFacts, GateReport, GateSettings};
 use super::kueue::{AdmissionCheck, ClusterQueue, LocalQueue};
-use super::kueue_lease::{First, Follower};
-use super::lease::{self, LeaseAssessment, LeaseFacts, LeaseRef, LeaseState};
+use super::lease::{self, LeaseFacts, LeaseRef, LeaseState};
 use super::verdict::Verdict;
 use super::waiting::{self, QueueMap, Waiting, WaitingScope};
 
@@ -166,8 +165,9 @@ pub struct LiveGate {
     workloads: Listed<Vec<Waiting>>,
     local_queues: Listed<LocalQueue>,
     lease: Option<Fetched<LeaseFacts>>,
-    /// Kueue's manager's Lease, as context: what it says live is the follower's.
-    kueue_lease: Follower,
+    /// Kueue's manager's Lease as its instance of the heartbeat machine last judged it:
+    /// context, said under the chains ([`super::heartbeats`] follows it).
+    kueue_lease: Option<Fetched<LeaseFacts>>,
     /// dispatch's checks (from the AdmissionChecks), the ClusterQueues named, `--all-states`.
     scope: WaitingScope,
     by_queue: QueueMap,
@@ -192,7 +192,7 @@ impl LiveGate {
             workloads: Listed::default(),
             local_queues: Listed::default(),
             lease: None,
-            kueue_lease: Follower::with(settings.kueue_lease.clone(), First::Noted),
+            kueue_lease: None,
             scope,
             by_queue: QueueMap::new(),
             rows: BTreeMap::new(),
@@ -239,7 +239,7 @@ impl LiveGate {
                     self.lease = Some(f);
                 }
             }
-            Fact::KueueLease(f) => self.kueue_lease.read(f),
+            Fact::KueueLease(f) => self.kueue_lease = Some(f),
         }
     }
 
@@ -250,7 +250,7 @@ impl LiveGate {
             && self.workloads.ready
             && self.local_queues.ready
             && self.lease.is_some()
-            && self.kueue_lease.last().is_some()
+            && self.kueue_lease.is_some()
     }
 
     /// A Workload's rows as the one-shot gate finds them: its entries at dispatch's checks,
@@ -359,20 +359,14 @@ impl LiveGate {
     }
 
     pub fn kueue_lease(&self) -> Option<&Fetched<LeaseFacts>> {
-        self.kueue_lease.last()
-    }
-
-    /// Kueue's manager's Lease at `now` when `gate --watch` is to say it
-    /// ([`Follower::observe`]); asked once per evaluation shown.
-    pub fn kueue_change(&mut self, now: Timestamp) -> Option<LeaseAssessment> {
-        self.kueue_lease.observe(None, now)
+        self.kueue_lease.as_ref()
     }
 
     /// The next moment after `now` at which time alone changes something: the last instant
     /// at which dispatch's Lease or Kueue's is still fresh, the earlier.
     pub fn next_change(&self, now: Timestamp) -> Option<Timestamp> {
         let ours = self.lease.as_ref().and_then(|f| fresh_until(&self.settings.lease, f, now));
-        let kueue = self.kueue_lease.fresh_until(now);
+        let kueue = self.kueue_lease.as_ref().and_then(|f| fresh_until(&self.settings.kueue_lease, f, now));
         ours.into_iter().chain(kueue).min()
     }
 }

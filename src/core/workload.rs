@@ -10,7 +10,7 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use super::duration::{human, human_up};
 use super::fetched::Fetched;
 use super::gate::{self, Chain, CheckKind, GateFacts, GateSettings, Outcome};
-use super::kueue::{AdmissionCheck, Condition, LocalQueue};
+use super::kueue::{AdmissionCheck, Condition, LocalQueue, inactive_by_kueue};
 use super::kueue_lease;
 use super::lease::{LeaseAssessment, LeaseFacts, LeaseState};
 use super::verdict::Verdict;
@@ -198,6 +198,9 @@ pub struct Explanation {
     pub lease: Option<LeaseAssessment>,
     /// Kueue's own manager's Lease (context); `None` when it was not read.
     pub kueue_lease: Option<LeaseAssessment>,
+    /// Kueue's Active condition on the Workload's ClusterQueue when Kueue reports it inactive
+    /// for a reason of its own ([`inactive_by_kueue`]): Kueue admits nothing there.
+    pub cluster_queue_inactive: Option<Condition>,
     pub admission_gated_by: Option<String>,
     pub cluster_name: Option<String>,
     pub nominated_cluster_names: Vec<String>,
@@ -248,6 +251,7 @@ pub fn explain(settings: &GateSettings, input: &WorkloadInput, now: Timestamp) -
         }
         _ => (None, None),
     };
+    let cluster_queue_inactive = queue_inactive(&input.gate, cluster_queue.as_deref());
     let quota_reserved = w.is("QuotaReserved");
     let position = if quota_reserved || !w.active { Position::NotAsked } else { input.position.clone() };
     let mut e = Explanation {
@@ -264,6 +268,7 @@ pub fn explain(settings: &GateSettings, input: &WorkloadInput, now: Timestamp) -
         gate,
         lease,
         kueue_lease: input.kueue_lease.as_ref().map(|f| kueue_lease::assess(&settings.kueue_lease, f, now)),
+        cluster_queue_inactive,
         admission_gated_by: w.admission_gated_by.clone(),
         cluster_name: w.cluster_name.clone(),
         nominated_cluster_names: w.nominated_cluster_names.clone(),
@@ -272,18 +277,48 @@ pub fn explain(settings: &GateSettings, input: &WorkloadInput, now: Timestamp) -
         stage: Stage::WaitingForAdmission,
         summary: String::new(),
     };
-    let (stage, mut summary) = conclude(&e, &input.local_queue);
-    // Kueue's manager down: nothing it waits for from Kueue will come.
-    if matches!(
+    let (stage, summary) = conclude(&e, &input.local_queue);
+    e.summary = with_kueues_clauses(&e, stage, summary);
+    e.stage = stage;
+    e
+}
+
+/// Kueue's Active condition on ClusterQueue `cq`, when Kueue reports it inactive.
+fn queue_inactive(gate: &GateFacts, cq: Option<&str>) -> Option<Condition> {
+    let queue = gate.cluster_queues.found()?.iter().find(|q| Some(q.name.as_str()) == cq)?;
+    inactive_by_kueue(queue.active.as_ref()).cloned()
+}
+
+/// The sentence of a Workload that waits, with what Kueue itself stops: its ClusterQueue
+/// inactive, or its manager down, after which nothing it waits for from Kueue will come. (At
+/// dispatch's check with the gate open, [`gate_cause`] has said the first already.)
+fn with_kueues_clauses(e: &Explanation, stage: Stage, mut summary: String) -> String {
+    let waits = matches!(
         stage,
         Stage::WaitingForQuota | Stage::WaitingAtDispatch | Stage::WaitingAtCheck | Stage::WaitingForAdmission
-    ) && let Some(clause) = e.kueue_lease.as_ref().and_then(kueue_lease::clause)
+    );
+    if !waits {
+        return summary;
+    }
+    if !summary.contains("Kueue admits nothing on ClusterQueue")
+        && let Some(clause) = inactive_clause(e)
     {
+        summary.push_str(&format!("; {clause}"));
+    }
+    if let Some(clause) = e.kueue_lease.as_ref().and_then(kueue_lease::clause) {
         summary.push_str(&clause);
     }
-    e.stage = stage;
-    e.summary = summary;
-    e
+    summary
+}
+
+/// `Kueue admits nothing on ClusterQueue team-a (FlavorNotFound)`: first, and Kueue's reason
+/// only, so that the list's cut cell still says it (the message is in `kubectl describe
+/// clusterqueue`, which the verbs name).
+fn inactive_clause(e: &Explanation) -> Option<String> {
+    let c = e.cluster_queue_inactive.as_ref()?;
+    let cq = e.cluster_queue.as_deref()?;
+    let why = c.reason.as_deref().filter(|r| !r.is_empty()).unwrap_or("inactive");
+    Some(format!("Kueue admits nothing on ClusterQueue {cq} ({why})"))
 }
 
 /// ` (Kueue: ...)` when Kueue said something.
@@ -423,7 +458,10 @@ fn quoted(message: &str) -> String {
 fn gate_cause(e: &Explanation) -> String {
     let Some(chain) = &e.gate else { return "the gate of its ClusterQueue is unknown".into() };
     if chain.verdict == Verdict::Yes {
-        return "the gate is open, so dispatch's controller has yet to answer".into();
+        return match inactive_clause(e) {
+            Some(clause) => clause,
+            None => "the gate is open, so dispatch's controller has yet to answer".into(),
+        };
     }
     let deciding = chain.checks.iter().find(|c| matches!(c.outcome, Outcome::Fail(_)));
     if let (Some(CheckKind::Heartbeat), Some(lease)) = (deciding.map(|c| c.kind), &e.lease) {
@@ -639,6 +677,33 @@ mod tests {
         assert_eq!(e.cluster_queue_from, Some(QueueSource::Admission));
         assert!(e.checks[0].dispatch);
         assert_eq!(e.checks[0].since, Some(SignedDuration::from_secs(60)));
+    }
+
+    /// A ClusterQueue Kueue reports inactive for its own reason: named in the sentence, at
+    /// dispatch's check (instead of "has yet to answer") and waiting for quota alike; Kueue's
+    /// echo of an inactive check (AdmissionCheckInactive) is the gate's to say, not repeated.
+    #[test]
+    fn kueues_inactive_cluster_queue_is_named() {
+        let inactive = |reason: &str| {
+            let mut gate = facts(2);
+            if let Fetched::Found(qs) = &mut gate.cluster_queues {
+                qs[0].active = Some(cond("False", reason, "Can't admit new workloads"));
+            }
+            gate
+        };
+        let e = explain_at(
+            reserved(vec![check("dispatch", "Pending", "")]),
+            inactive("FlavorNotFound"),
+            Position::NotServed,
+        );
+        assert_eq!(
+            e.summary,
+            "waits at dispatch's Pending check; Kueue admits nothing on ClusterQueue team-a (FlavorNotFound)"
+        );
+        let e = explain_at(pending_quota(), inactive("Stopped"), Position::NotServed);
+        assert!(e.summary.ends_with("; Kueue admits nothing on ClusterQueue team-a (Stopped)"), "{}", e.summary);
+        let e = explain_at(pending_quota(), inactive("AdmissionCheckInactive"), Position::NotServed);
+        assert!(!e.summary.contains("Kueue admits nothing"), "{}", e.summary);
     }
 
     #[test]

@@ -42,6 +42,44 @@ pub fn explain_all(settings: &GateSettings, facts: &ListFacts, now: Timestamp) -
         .collect()
 }
 
+/// The ClusterQueues that Kueue reports inactive (for a reason of its own) among those the
+/// listed Workloads wait on, each once, by name, with the warning the list says of it: Kueue
+/// admits nothing there, whatever dispatch's gate says, and where to look.
+pub fn inactive_queues(explanations: &[Explanation]) -> Vec<String> {
+    let mut inactive = Inactive::default();
+    inactive.add(explanations);
+    inactive.warnings()
+}
+
+/// The inactive ClusterQueues a list's Workloads wait on, counted batch by batch as a streamed
+/// list is decoded ([`inactive_queues`] for a list held whole): one entry a ClusterQueue.
+#[derive(Debug, Default)]
+pub struct Inactive(std::collections::BTreeMap<String, (super::kueue::Condition, usize)>);
+
+impl Inactive {
+    /// Counts the Workloads of `explanations` that wait on an inactive ClusterQueue.
+    pub fn add(&mut self, explanations: &[Explanation]) {
+        let waiting = explanations.iter().filter(|e| !e.stage.is_through());
+        for (cq, c) in waiting.filter_map(|e| Some((e.cluster_queue.as_ref()?, e.cluster_queue_inactive.as_ref()?))) {
+            self.0.entry(cq.clone()).or_insert_with(|| (c.clone(), 0)).1 += 1;
+        }
+    }
+
+    /// The warning of each, by name.
+    pub fn warnings(&self) -> Vec<String> {
+        self.0
+            .iter()
+            .map(|(cq, (c, n))| {
+                let noun = if *n == 1 { "workload waits" } else { "workloads wait" };
+                format!(
+                    "{}: Kueue admits nothing there, whatever dispatch's gate says; {n} {noun} there (kubectl describe clusterqueue {cq})",
+                    super::kueue::inactive_sentence(cq, c)
+                )
+            })
+            .collect()
+    }
+}
+
 /// The Workload's LocalQueue, as `workload NAME` would read it alone: found, missing (also
 /// when it names none), or forbidden with the list's rule.
 fn local_queue_of(w: &WorkloadFacts, listed: &Fetched<Vec<LocalQueue>>) -> Fetched<LocalQueue> {

@@ -45,9 +45,12 @@ pub fn render(
                     Level::Ok | Level::Warning => "the reads the warnings name (optional)",
                     _ => "what is missing",
                 };
+                let command =
+                    run.report.grant.as_deref().unwrap_or("kubectl dispatch doctor --rbac | kubectl apply -f -");
                 writeln!(
                     closing,
-                    "\nTo grant {what}, an admin applies this\n(kubectl dispatch doctor --rbac | kubectl apply -f -):\n"
+                    "\nTo grant {what}, an admin applies this\n({}):\n",
+                    crate::text::sanitize::escape(command)
                 )?;
                 closing.write_all(crate::report::rbac::manifest(plan).as_bytes())?;
             }
@@ -160,8 +163,9 @@ pub fn summary(report: &DoctorReport, style: Style) -> String {
             format!("Doctor: {}: the plugin and the adapter have what they need", style.paint("all well", Verdict::Yes))
         }
         Level::Warning => format!(
-            "Doctor: {}: nothing stops the gate or the plugin{warnings}",
-            style.paint("ok with warnings", Verdict::Unknown)
+            "Doctor: {}: nothing stops the gate or the plugin{}{warnings}",
+            style.paint("ok with warnings", Verdict::Unknown),
+            kueue_stopped(report)
         ),
         Level::Fail => format!(
             "Doctor: {}: {} the gate or the plugin{warnings}",
@@ -176,6 +180,22 @@ pub fn summary(report: &DoctorReport, style: Style) -> String {
     }
 }
 
+/// `, but Kueue admits nothing on ClusterQueue team-a`: Kueue's own blocker, which the gate's
+/// verdict does not count, said where the summary says nothing stops the gate.
+fn kueue_stopped(report: &DoctorReport) -> String {
+    let queues: Vec<&str> = report
+        .findings
+        .iter()
+        .filter(|f| f.level != Level::Ok)
+        .filter_map(|f| f.check.strip_prefix("Kueue admits on ClusterQueue "))
+        .collect();
+    match queues.as_slice() {
+        [] => String::new(),
+        [one] => format!(", but Kueue admits nothing on ClusterQueue {one}"),
+        many => format!(", but Kueue admits nothing on ClusterQueues {}", many.join(", ")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,10 +203,10 @@ mod tests {
     #[test]
     fn a_finding_is_wrapped_at_spaces_within_the_width() {
         let lines =
-            wrap("lease: the admission controller's Lease was last renewed 1m50s ago, beyond 30s", 30, "  ", "    ");
+            wrap("lease: the admission controller's Lease was last renewed 110s ago, beyond 30s", 30, "  ", "    ");
         assert_eq!(
             lines,
-            ["  lease: the admission", "    controller's Lease was", "    last renewed 1m50s ago,", "    beyond 30s"]
+            ["  lease: the admission", "    controller's Lease was", "    last renewed 110s ago,", "    beyond 30s"]
         );
         assert!(lines.iter().all(|l| columns(l) <= 30));
         assert_eq!(wrap("a-very-long-word-alone", 5, "  ", "    "), ["  a-very-long-word-alone"]);

@@ -120,6 +120,29 @@ fn text(run: &GateRun, output: Output, style: Style, lines: &mut Lines<'_>) -> i
     Ok(())
 }
 
+/// The lines the one-shot gate closes with on stderr when no Workload waits at dispatch's
+/// check: `No workloads wait at dispatch's check in namespace ml.`, or, when some wait at a
+/// check that is plainly dispatch's under another controllerName, how many wait there (never
+/// "no workloads wait" then); with `-l`, the selector is named. Empty when some wait, or the
+/// list was not read.
+pub fn waiting_notes(run: &GateRun, selector: Option<&str>) -> Vec<String> {
+    if !run.waiting.found().is_some_and(|w| w.is_empty()) {
+        return Vec::new();
+    }
+    let near: Vec<String> =
+        run.report.lookalikes.iter().filter(|l| l.waiting > 0).map(|l| escape(&l.waiting_sentence())).collect();
+    if !near.is_empty() {
+        return near;
+    }
+    let scope = match &run.namespace {
+        Some(ns) => format!("in namespace {}", escape(ns)),
+        None => "in any namespace".into(),
+    };
+    // A selector narrows what was looked at: said, so "none" is not read as none at all.
+    let selector = selector.map(|l| format!(" (-l {})", escape(l))).unwrap_or_default();
+    vec![format!("No workloads wait at dispatch's check {scope}{selector}.")]
+}
+
 /// The holder's pod, when the Lease check fails on a Lease that has a holder.
 fn stalled_holder(run: &GateRun) -> Option<&crate::core::holder::HolderPod> {
     let fails = run
@@ -210,12 +233,13 @@ pub fn chain_lines(
 }
 
 /// A check's RESULT: its outcome, coloured (`pass` green, `fail` red, `unknown` yellow);
-/// `not reached`, yellow, for a check that passes after the deciding failure (the adapter stops
-/// there, and it may be about an object that is not there).
+/// `not reached`, yellow, for every check after the deciding failure, whatever it saw (the
+/// adapter stops there, and it may be about an object that is not there): one failure decides,
+/// and reads as the one. Its DETAIL still says what was seen, and JSON its result.
 fn result_word(chain: &Chain, i: usize, style: Style) -> String {
     let check = &chain.checks[i];
     match &check.outcome {
-        Outcome::Pass if !chain.reached(i) => style.paint("not reached", Verdict::Unknown),
+        _ if !chain.reached(i) => style.paint("not reached", Verdict::Unknown),
         Outcome::Pass => style.paint("pass", Verdict::Yes),
         Outcome::Fail(_) => style.paint("fail", Verdict::No),
         Outcome::Unknown(_) => style.paint("unknown", Verdict::Unknown),
@@ -241,20 +265,11 @@ fn inactive_waits(run: &GateRun) -> Vec<String> {
 /// Kueue's own blocker, said apart from check 3: a ClusterQueue Kueue reports inactive admits
 /// nothing, whatever dispatch's gate says.
 fn queue_inactive(chain: &Chain) -> Option<String> {
-    // AdmissionCheckInactive is Kueue's echo of check 3, which already says it.
-    let active = chain
-        .cluster_queue_active
-        .as_ref()
-        .filter(|c| !c.is_true() && c.reason.as_deref() != Some("AdmissionCheckInactive"))?;
-    let why = match (active.reason.as_deref(), active.message.as_deref()) {
-        (Some(r), Some(m)) => format!(" ({r}: {m})"),
-        (Some(r), None) => format!(" ({r})"),
-        (None, Some(m)) => format!(" ({m})"),
-        (None, None) => String::new(),
-    };
+    let active = crate::core::kueue::inactive_by_kueue(chain.cluster_queue_active.as_ref())?;
+    let cq = chain.cluster_queue.as_deref().unwrap_or("<none>");
     Some(format!(
-        "Warning: Kueue reports ClusterQueue {} inactive{why}: Kueue admits nothing there, whatever dispatch's gate says",
-        chain.cluster_queue.as_deref().unwrap_or("<none>")
+        "Warning: {}: Kueue admits nothing there, whatever dispatch's gate says",
+        crate::core::kueue::inactive_sentence(cq, active)
     ))
 }
 

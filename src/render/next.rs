@@ -7,18 +7,37 @@ use crate::core::holder::{self, PodState};
 use crate::core::verdict::Verdict;
 use crate::report::GateRun;
 
-/// The commands to run next, most telling first; empty when the gate holds.
+/// The commands to run next, most telling first: for a gate that does not hold, by its
+/// deciding reason; for a ClusterQueue Kueue reports inactive (whatever the gate says), `kubectl
+/// describe clusterqueue`. Empty when the gate holds and Kueue admits everywhere.
 pub fn steps(run: &GateRun) -> Vec<String> {
-    let Some(chain) = run.report.chains.iter().find(|c| c.verdict == run.report.verdict && c.verdict != Verdict::Yes)
-    else {
+    let closed = run.report.chains.iter().find(|c| c.verdict == run.report.verdict && c.verdict != Verdict::Yes);
+    let inactive: Vec<String> = run
+        .report
+        .chains
+        .iter()
+        .filter(|c| crate::core::kueue::inactive_by_kueue(c.cluster_queue_active.as_ref()).is_some())
+        .filter_map(|c| c.cluster_queue.as_deref())
+        .map(|cq| format!("kubectl describe clusterqueue {cq}"))
+        .collect();
+    if closed.is_none() && inactive.is_empty() {
         return Vec::new();
-    };
-    let mut steps = for_code(run, chain);
+    }
+    let mut steps = closed.map(|chain| for_code(run, chain)).unwrap_or_default();
+    steps.extend(inactive);
     if let Some(w) = run.waiting.found().and_then(|w| w.iter().find(|w| w.is_stalled()).or(w.first())) {
         steps.push(format!("kubectl dispatch workload {} -n {}", w.name, w.namespace));
     }
-    steps.push("kubectl dispatch doctor".to_string());
+    if closed.is_some() {
+        steps.push("kubectl dispatch doctor".to_string());
+    }
     steps
+}
+
+/// A check that is dispatch's under another controllerName: the gate judged with its flag.
+fn lookalike_steps(run: &GateRun) -> Vec<String> {
+    let all = if run.namespace.is_none() { " -A" } else { "" };
+    run.report.lookalikes.iter().map(|l| format!("kubectl dispatch gate {}{all}", l.flag())).collect()
 }
 
 fn for_code(run: &GateRun, chain: &Chain) -> Vec<String> {
@@ -28,9 +47,15 @@ fn for_code(run: &GateRun, chain: &Chain) -> Vec<String> {
         "LeaseStale" | "LeaseNoHolder" | "LeaseNeverRenewed" => holder_steps(run),
         "LeaseNotFound" => vec![format!("kubectl get leases -n {}", lease.namespace)],
         "ClusterQueueNotFound" | "NoClusterQueueListsCheck" | "ClusterQueueDoesNotListCheck" => {
-            vec!["kubectl get clusterqueues".to_string(), "kubectl get admissionchecks".to_string()]
+            let mut steps = lookalike_steps(run);
+            steps.extend(["kubectl get clusterqueues".to_string(), "kubectl get admissionchecks".to_string()]);
+            steps
         }
-        "AdmissionCheckNotFound" | "NoAdmissionCheckIdentified" => vec!["kubectl get admissionchecks".to_string()],
+        "AdmissionCheckNotFound" | "NoAdmissionCheckIdentified" => {
+            let mut steps = lookalike_steps(run);
+            steps.push("kubectl get admissionchecks".to_string());
+            steps
+        }
         "ControllerNameMismatch" | "AdmissionCheckInactive" | "AdmissionCheckNoActiveCondition" => {
             vec![format!("kubectl get admissioncheck {check} -o yaml")]
         }

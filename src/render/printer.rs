@@ -68,28 +68,42 @@ impl Printer {
 
     /// Prints one document; on an error nothing is written.
     pub fn print<T: Serialize>(&self, doc: &T, out: &mut dyn Write) -> Result<(), crate::error::Error> {
-        let doc = serde_json::to_value(doc).map_err(io::Error::other)?;
-        let text = self.text(&doc).map_err(crate::error::Error::Usage)?;
+        self.print_list(std::slice::from_ref(doc), out)
+    }
+
+    /// Prints the objects of a list as kubectl prints a list it read: custom columns a row
+    /// each, every row (and the header) through one tab writer, so the rows align with each
+    /// other whatever their widths; name and jsonpath each object in turn. On an error nothing
+    /// is written.
+    pub fn print_list<T: Serialize>(&self, docs: &[T], out: &mut dyn Write) -> Result<(), crate::error::Error> {
+        let docs = docs.iter().map(serde_json::to_value).collect::<Result<Vec<_>, _>>().map_err(io::Error::other)?;
+        let text = self.text(&docs).map_err(crate::error::Error::Print)?;
         out.write_all(text.as_bytes())?;
         Ok(())
     }
 
-    fn text(&self, doc: &Value) -> Result<String, String> {
+    fn text(&self, docs: &[Value]) -> Result<String, String> {
         match &self.kind {
             // A real API server names objects in DNS words; a hostile one is escaped.
-            Kind::Name => Ok(names(doc).into_iter().map(|n| escape(&n) + "\n").collect()),
-            Kind::JsonPath(t) => {
-                t.execute(doc, self.allow_missing).map_err(|e| format!("error executing jsonpath {:?}: {e}", t.raw))
-            }
+            Kind::Name => Ok(docs.iter().flat_map(names).map(|n| escape(&n) + "\n").collect()),
+            // kubectl's first line, without the dump of the template and the object after it.
+            Kind::JsonPath(t) => docs
+                .iter()
+                .map(|doc| {
+                    t.execute(doc, self.allow_missing)
+                        .map_err(|e| format!("error executing jsonpath {:?}: Error executing template: {e}", t.raw))
+                })
+                .collect(),
             Kind::Columns(c) => {
-                let row = c.row(doc)?;
+                let rows = docs.iter().map(|doc| c.row(doc)).collect::<Result<Vec<_>, _>>()?;
                 let mut state = self.state.borrow_mut();
                 let mut lines = Vec::new();
                 if !self.no_headers && !state.0 {
                     lines.push(c.headers());
                     state.0 = true;
                 }
-                lines.push(row);
+                lines.extend(rows);
+                // A watch's later documents keep the widths its first ones set, as kubectl's.
                 Ok(align(&lines, &mut state.1))
             }
         }
@@ -161,6 +175,6 @@ mod tests {
             no_headers: false,
         };
         let doc = serde_json::json!({"kind": "WorkloadReport", "name": "w\u{1b}[2J"});
-        assert_eq!(Printer::new(&spec).unwrap().text(&doc).unwrap(), "workload.kueue.x-k8s.io/w\\u{1b}[2J\n");
+        assert_eq!(Printer::new(&spec).unwrap().text(&[doc]).unwrap(), "workload.kueue.x-k8s.io/w\\u{1b}[2J\n");
     }
 }

@@ -17,21 +17,44 @@ const HEADERS: [&str; 7] = ["TIME", "EVENT", "HOLDER", "RENEWED", "GAP", "STATUS
 /// The advice of the design when a controller was replaced.
 pub const TAKEOVER_HINT: &str = "the controller was replaced: reopen adapters opened before the takeover";
 
+/// The most columns a live row's cell takes in the table (but DETAIL's, which ends the line):
+/// a longer one (a holder identity of megabytes) is elided with `…`, so it neither pads every
+/// later row nor floods the terminal; `-o wide`, JSON and YAML show it whole.
+pub const CELL_WIDTH: usize = 40;
+
 /// Column widths, fixed by the header and the first row, counted in terminal columns (a
 /// coloured STATUS takes as many as a plain one).
 #[derive(Debug, Default)]
 pub struct Columns {
     widths: Option<Vec<usize>>,
     pub style: Style,
+    /// Cells past [`CELL_WIDTH`] are elided (the table; not `-o wide`).
+    elide: bool,
 }
 
 impl Columns {
     pub fn new(style: Style) -> Columns {
-        Columns { widths: None, style }
+        Columns { widths: None, style, elide: false }
+    }
+
+    /// Whether cells past [`CELL_WIDTH`] are elided.
+    pub fn elided(self, elide: bool) -> Columns {
+        Columns { elide, ..self }
+    }
+
+    /// The cells of a row as written: each but the last elided past [`CELL_WIDTH`].
+    fn shown(&self, mut cells: Vec<String>) -> Vec<String> {
+        let last = cells.len().saturating_sub(1);
+        if self.elide {
+            for cell in cells.iter_mut().take(last) {
+                *cell = elide(cell, CELL_WIDTH);
+            }
+        }
+        cells
     }
 
     pub fn header(&mut self, out: &mut dyn Write, first: &Change) -> io::Result<()> {
-        let cells = cells(first, None, self.style);
+        let cells = self.shown(cells(first, None, self.style));
         let widths: Vec<usize> =
             HEADERS.iter().zip(&cells).map(|(h, c)| (h.len().max(columns(c)) + 3).max(6)).collect();
         self.widths = Some(widths);
@@ -39,7 +62,7 @@ impl Columns {
     }
 
     pub fn row(&mut self, out: &mut dyn Write, change: &Change, gaps: Option<&Gaps>) -> io::Result<()> {
-        self.write_cells(out, &cells(change, gaps, self.style))
+        self.write_cells(out, &self.shown(cells(change, gaps, self.style)))
     }
 
     /// A line that is no row: its time in the TIME column, then `text` from EVENT on (Kueue's
@@ -68,6 +91,25 @@ impl Columns {
         }
         writeln!(out, "{}", line.trim_end())
     }
+}
+
+/// `s` in at most `max` columns, ending in `…` when cut. For text without colour sequences
+/// (a long cell is never a coloured word).
+fn elide(s: &str, max: usize) -> String {
+    if columns(s) <= max {
+        return s.to_string();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if used + w + 1 > max {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
+    out + "…"
 }
 
 fn time(t: Timestamp) -> String {
@@ -173,6 +215,25 @@ pub fn kueue_change_doc(a: &LeaseAssessment, at: Timestamp) -> KueueChangeDoc {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_cell_is_elided_in_the_table_and_whole_in_wide() {
+        let cells: Vec<String> = vec!["t".into(), "h".repeat(100), "d".repeat(100)];
+        let table = Columns::new(Style::default()).elided(true).shown(cells.clone());
+        assert_eq!(table[1], format!("{}…", "h".repeat(CELL_WIDTH - 1)));
+        assert_eq!(columns(&table[1]), CELL_WIDTH);
+        assert_eq!(table[2], "d".repeat(100), "the last cell ends the line, whole");
+        assert_eq!(Columns::new(Style::default()).shown(cells.clone()), cells, "wide: whole");
+        assert_eq!(elide("日本語", 4), "日…", "counted in columns");
+        assert_eq!(elide("short", 40), "short");
+        // The widths follow the elided first row: a later long cell pads nothing.
+        let mut out = Vec::new();
+        let mut c = Columns::new(Style::default()).elided(true);
+        c.widths = Some(vec![6, CELL_WIDTH + 3]);
+        c.write_cells(&mut out, &c.shown(vec!["t".into(), "x".repeat(1 << 20), "end".into()])).unwrap();
+        let line = String::from_utf8(out).unwrap();
+        assert_eq!(columns(&line), 6 + CELL_WIDTH + 3 + 3 + 1, "{line}");
+    }
 
     #[test]
     fn summary_without_renewals_says_so() {

@@ -40,7 +40,14 @@ pub struct View {
 impl View {
     /// `style` colours the rows' STATUS and the status line (`--color`).
     pub fn new(output: Output, live_line: bool, style: super::Style) -> View {
-        View { columns: Columns::new(style), output, live_line, line_shown: false, docs: 0, held: None }
+        View {
+            columns: Columns::new(style).elided(output.format != Format::Wide),
+            output,
+            live_line,
+            line_shown: false,
+            docs: 0,
+            held: None,
+        }
     }
 
     pub fn change(

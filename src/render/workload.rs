@@ -7,6 +7,8 @@ use std::io::{self, Write};
 
 use super::Style;
 use super::table;
+use k8s_openapi::jiff::SignedDuration;
+
 use crate::core::duration::human;
 use crate::core::kueue::Condition;
 use crate::core::workload::{CheckView, Explanation, PodSetUpdate, Position, QueueSource};
@@ -113,13 +115,29 @@ fn text(run: &WorkloadRun, output: Output, style: Style, lines: &mut Lines<'_>) 
             }
         }
     }
-    // Kueue's own heartbeat, as context: only when no manager is shown to lead.
-    if let Some(note) = e.kueue_lease.as_ref().and_then(crate::core::kueue_lease::note) {
+    closing(e, wide, lines)
+}
+
+/// The end of the view: Kueue's own heartbeat as context (when no manager is shown to lead:
+/// said while the Workload waits, whenever a manager is down, or in -o wide), the sentence,
+/// and where to look when Kueue itself admits nothing on its ClusterQueue.
+fn closing(e: &crate::core::workload::Explanation, wide: bool, lines: &mut Lines<'_>) -> io::Result<()> {
+    let said = e.kueue_lease.as_ref().filter(|k| wide || crate::core::kueue_lease::is_down(k) || !e.stage.is_through());
+    if let Some(note) = said.and_then(crate::core::kueue_lease::note) {
         writeln!(lines.note())?;
         writeln!(lines.note(), "{}", escape(&note))?;
     }
     writeln!(lines.note())?;
-    writeln!(lines.note(), "Workload {}/{}: {}", escape(&e.namespace), escape(&e.name), escape(&e.summary))
+    writeln!(lines.note(), "Workload {}/{}: {}", escape(&e.namespace), escape(&e.name), escape(&e.summary))?;
+    // Kueue itself admits nothing on its ClusterQueue: where to look.
+    if e.cluster_queue_inactive.is_some()
+        && !e.stage.is_through()
+        && let Some(cq) = &e.cluster_queue
+    {
+        writeln!(lines.note(), "Next:")?;
+        writeln!(lines.note(), "  kubectl describe clusterqueue {}", escape(cq))?;
+    }
+    Ok(())
 }
 
 /// `MultiKueue: nominated to worker-a, worker-b; admitted on worker-a`, when Kueue placed it.
@@ -189,13 +207,13 @@ fn check_row(c: &CheckView, wide: bool, style: Style) -> Vec<String> {
     row
 }
 
-/// `300s (in 4m)`: requeueAfterSeconds and when that falls.
+/// `5m (in 4m)`: requeueAfterSeconds, as kubectl writes a duration, and when that falls.
 fn requeue(c: &CheckView) -> Option<String> {
-    let after = c.detail.requeue_after_seconds?;
+    let after = human(SignedDuration::from_secs(c.detail.requeue_after_seconds?.into()));
     Some(match c.requeue_in {
-        Some(d) if d.is_positive() => format!("{after}s (in {})", human(d)),
-        Some(d) => format!("{after}s ({} ago)", human(-d)),
-        None => format!("{after}s"),
+        Some(d) if d.is_positive() => format!("{after} (in {})", human(d)),
+        Some(d) => format!("{after} ({} ago)", human(-d)),
+        None => after,
     })
 }
 

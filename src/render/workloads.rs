@@ -7,6 +7,7 @@ use std::io::{self, Write};
 use super::Style;
 use super::table;
 use crate::core::verdict::Verdict;
+use crate::core::workload::Explanation;
 use crate::invocation::{Format, Output};
 use crate::report::workloads::{WorkloadItemDoc, WorkloadsRun, item_doc};
 use crate::text::sanitize::{cell, escape};
@@ -26,20 +27,49 @@ pub fn render(run: &WorkloadsRun, output: Output, style: Style, out: &mut dyn Wr
         Format::Yaml => super::structured::yaml(out, &run.document()),
         // `workloads` has no -o prometheus (cli::ReportFormat).
         Format::Table | Format::Wide | Format::Prometheus => {
-            if run.explanations.is_empty() {
-                return Ok(());
-            }
-            let wide = output.format == Format::Wide;
             let every = run.namespace.is_none();
-            let mut headers: Vec<&str> = if wide { WIDE_HEADERS.to_vec() } else { HEADERS.to_vec() };
-            if every {
-                headers.insert(0, "namespace");
-            }
-            let rows: Vec<Vec<String>> =
-                run.explanations.iter().map(|e| row(&item_doc(e), wide, every, style)).collect();
-            table::write(out, &headers, &rows, output.no_headers)
+            let rows = Rows { every, headers: true, no_headers: output.no_headers };
+            table_rows(&run.explanations, rows, output, style, out)
         }
     }
+}
+
+/// Which rows [`table_rows`] writes: with NAMESPACE (-A); with the header line (the first
+/// batch of a list streamed) or not (a later batch, still aligned with it); `--no-headers`.
+#[derive(Clone, Copy)]
+pub struct Rows {
+    pub every: bool,
+    pub headers: bool,
+    pub no_headers: bool,
+}
+
+/// The table's rows of `explanations` (nothing when there are none), aligned among
+/// themselves: a list streamed as it is read writes one such block per batch, as kubectl
+/// writes one per chunk.
+pub fn table_rows(
+    explanations: &[Explanation],
+    rows: Rows,
+    output: Output,
+    style: Style,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    if explanations.is_empty() {
+        return Ok(());
+    }
+    let wide = output.format == Format::Wide;
+    let mut headers: Vec<&str> = if wide { WIDE_HEADERS.to_vec() } else { HEADERS.to_vec() };
+    if rows.every {
+        headers.insert(0, "namespace");
+    }
+    let lines: Vec<Vec<String>> = explanations.iter().map(|e| row(&item_doc(e), wide, rows.every, style)).collect();
+    if rows.headers || rows.no_headers {
+        return table::write(out, &headers, &lines, rows.no_headers);
+    }
+    // A later batch: aligned with the header, as the first was, and written without it.
+    let mut block = Vec::new();
+    table::write(&mut block, &headers, &lines, false)?;
+    let start = block.iter().position(|&b| b == b'\n').map_or(block.len(), |i| i + 1);
+    out.write_all(&block[start..])
 }
 
 fn row(item: &WorkloadItemDoc, wide: bool, every: bool, style: Style) -> Vec<String> {

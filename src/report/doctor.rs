@@ -31,6 +31,9 @@ pub struct DoctorDocument {
     /// RBAC objects granting what is missing, as YAML for `kubectl apply -f -`; `null` when
     /// nothing is.
     pub rbac: Option<String>,
+    /// The command an admin runs to apply `rbac` for this caller (`kubectl dispatch doctor
+    /// --as <caller> --rbac | kubectl apply -f -`); `null` when nothing is missing.
+    pub grant_command: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -115,6 +118,7 @@ impl DoctorRun {
             findings: r.findings.iter().map(finding_doc).collect(),
             missing_rbac: r.missing.iter().map(|a| a.rule()).collect(),
             rbac: r.rbac.as_ref().map(super::rbac::manifest),
+            grant_command: r.grant.clone(),
         }
     }
 }

@@ -2,7 +2,9 @@
 //! or pace the plugin's connections at chosen moments (no mock: the real API server answers).
 //!
 //! [`Cutter`] passes TLS through untouched and can cut every open connection at once, as a
-//! network that drops them does, while the API server keeps running.
+//! network that drops them does, while the API server keeps running; or silence them
+//! ([`Cutter::freeze`]): no byte passes either way and neither socket closes, as with a dropped
+//! NAT entry or a dead load-balancer backend, while new connections pass.
 //! [`Pager`] sits in front of `kubectl proxy` (plain HTTP), sees each request line, and runs a
 //! hook once, before the first request that carries a list's `continue` token (or, with
 //! [`Pager::start_before`], the first request a test chooses) is passed on.
@@ -21,6 +23,10 @@ pub struct Cutter {
     open: Arc<Mutex<Vec<TcpStream>>>,
     /// While set, every new connection is closed at once: the network is down.
     down: Arc<std::sync::atomic::AtomicBool>,
+    /// Connections numbered below this pass no byte any more (and stay open).
+    frozen_below: Arc<std::sync::atomic::AtomicU64>,
+    /// How many connections were accepted.
+    accepted: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Cutter {
@@ -29,7 +35,10 @@ impl Cutter {
         let addr = listener.local_addr().unwrap().to_string();
         let open: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
         let down: Arc<std::sync::atomic::AtomicBool> = Arc::default();
+        let frozen_below: Arc<std::sync::atomic::AtomicU64> = Arc::default();
+        let accepted: Arc<std::sync::atomic::AtomicU64> = Arc::default();
         let (target, kept, cut_off) = (target.to_string(), open.clone(), down.clone());
+        let (frozen, count) = (frozen_below.clone(), accepted.clone());
         std::thread::spawn(move || {
             for client in listener.incoming().map_while(Result::ok) {
                 if cut_off.load(std::sync::atomic::Ordering::SeqCst) {
@@ -37,15 +46,24 @@ impl Cutter {
                     continue;
                 }
                 let Ok(server) = TcpStream::connect(&target) else { continue };
+                let id = count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let mut list = kept.lock().unwrap();
                 list.push(client.try_clone().unwrap());
                 list.push(server.try_clone().unwrap());
                 drop(list);
-                pipe(client.try_clone().unwrap(), server.try_clone().unwrap());
-                pipe(server, client);
+                let silenced = Silenced { id, below: frozen.clone() };
+                pipe(client.try_clone().unwrap(), server.try_clone().unwrap(), silenced.clone());
+                pipe(server, client, silenced);
             }
         });
-        Cutter { addr, open, down }
+        Cutter { addr, open, down, frozen_below, accepted }
+    }
+
+    /// Silences every connection open now: from here on none of them passes a byte either way,
+    /// and none is closed. Connections made later pass as before.
+    pub fn freeze(&self) {
+        let n = self.accepted.load(std::sync::atomic::Ordering::SeqCst);
+        self.frozen_below.store(n, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// `https://127.0.0.1:PORT`: the API server through this forwarder (its certificate names
@@ -77,13 +95,39 @@ impl Cutter {
     }
 }
 
-fn pipe(mut from: TcpStream, mut to: TcpStream) {
+/// Whether a connection was silenced by [`Cutter::freeze`].
+#[derive(Clone)]
+struct Silenced {
+    id: u64,
+    below: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Silenced {
+    fn now(&self) -> bool {
+        self.id < self.below.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+fn pipe(mut from: TcpStream, mut to: TcpStream, silenced: Silenced) {
     std::thread::spawn(move || {
         let mut buf = [0u8; 16 * 1024];
+        let _ = from.set_read_timeout(Some(Duration::from_millis(200)));
         loop {
+            if silenced.now() {
+                // Nothing passes and nothing closes: both sockets are held until the test ends.
+                let _keep = (from, to);
+                loop {
+                    std::thread::sleep(Duration::from_secs(3600));
+                }
+            }
             match from.read(&mut buf) {
-                Ok(0) | Err(_) => break,
+                Ok(0) => break,
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+                Err(_) => break,
                 Ok(n) => {
+                    if silenced.now() {
+                        continue;
+                    }
                     if to.write_all(&buf[..n]).is_err() {
                         break;
                     }
@@ -159,7 +203,7 @@ impl Drop for Pager {
 }
 
 /// `127.0.0.1:PORT` from kubectl proxy's "Starting to serve on 127.0.0.1:PORT".
-fn read_serving(stdout: std::process::ChildStdout) -> String {
+pub fn read_serving(stdout: std::process::ChildStdout) -> String {
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut reader = std::io::BufReader::new(stdout);
     let mut line = String::new();

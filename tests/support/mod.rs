@@ -11,11 +11,15 @@ pub mod elector;
 pub mod fixtures;
 pub mod forward;
 pub mod hostile;
+pub mod inprocess;
 pub mod kubectls;
 pub mod kueue;
 pub mod pods;
 pub mod printcheck;
 pub mod proxy;
+pub mod record;
+pub mod replay;
+pub mod script;
 pub mod shapes;
 pub mod watch;
 
@@ -276,10 +280,12 @@ pub fn with_kubeconfig(kubeconfig: &str, args: &[&str]) -> Run {
     Run::from(out)
 }
 
-/// PATH with the freshly built plugin's folder first.
+/// PATH with the freshly built plugin's folder first (or `DISPATCH_PLUGIN_DIR`'s, to run a
+/// test against another build of the plugin, such as the one before a change).
 pub fn plugin_path() -> String {
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_kubectl-dispatch"));
-    let dir = bin.parent().expect("binary folder").to_path_buf();
+    let built = bin.parent().expect("binary folder").to_path_buf();
+    let dir = std::env::var_os("DISPATCH_PLUGIN_DIR").map(PathBuf::from).unwrap_or(built);
     let rest = std::env::var("PATH").unwrap_or_default();
     format!("{}:{rest}", dir.display())
 }

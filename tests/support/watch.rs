@@ -85,6 +85,17 @@ impl Watch {
         self.wait_for_stderr_from(0, what, limit, pred)
     }
 
+    /// Waits until `n` stderr lines, read already or new, equal `line`.
+    pub fn wait_for_stderr_count(&mut self, line: &str, n: usize, limit: Duration) {
+        eventually(&format!("{n} stderr lines {line:?}"), limit, || {
+            self.drain_stderr();
+            match self.stderr.iter().filter(|l| *l == line).count() >= n {
+                true => Ok(()),
+                false => Err(self.stderr.join("\n")),
+            }
+        })
+    }
+
     fn wait_for_stderr_where(&mut self, what: &str, limit: Duration, pred: impl Fn(&str) -> bool) {
         self.wait_for_stderr_from(self.stderr.len(), what, limit, pred)
     }

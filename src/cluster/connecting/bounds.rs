@@ -1,9 +1,9 @@
 //! Bounds on what a server may send, so that no answer can take all the memory: each one a
 //! named constant, each overflow one error that names the bound and the request's path. A
-//! layer of the HTTP stack (client.rs) bounds every response body after gzip is
-//! inflated (the pager's pages, kube's get and list, discovery alike) and turns a 3xx answer
-//! into an error of its own; the exec plugin's output and a list's pages are bounded where
-//! they are read (exec.rs, and reading/pager.rs, for the one-shot reads and the live modes'
+//! layer of the HTTP stack (client.rs) bounds every response body that is read whole after gzip
+//! is inflated (gets, discovery) and turns a 3xx answer into an error of its own; the exec
+//! plugin's output, a list's objects and a list's pages are bounded where they are read
+//! (exec.rs, reading/items.rs and reading/pager.rs, for the one-shot reads and the live modes'
 //! lists alike).
 
 use std::pin::Pin;
@@ -17,11 +17,26 @@ use tower::{BoxError, Layer, Service};
 
 use crate::error::size;
 
-/// One response body, after decompression. The largest page the plugin asks for is 500
-/// Workloads, about 6 MB, and kube-apiserver itself refuses a request body over 3 MiB: 64 MiB
-/// is ten times the largest honest answer and still small beside the machine's memory (the
-/// text is held once as it arrives and once decoded).
-pub const BODY_LIMIT: u64 = 64 << 20;
+/// One object: each object of a list as it is decoded (reading/items.rs),
+/// every stretch of a list's body between its objects, and every answer that is not a list (a
+/// get, discovery), after gzip is inflated. etcd refuses an object over 1.5 MiB by default, so
+/// 16 MiB holds any real object many times over (a newer server's larger limit, JSON
+/// escaping); it is the bound on a watch's event line too. A list's body as a whole is not
+/// bounded: a page of 500 Workloads of 150 KB each is 75 MB, and is read as it arrives.
+pub const OBJECT_LIMIT: u64 = 16 << 20;
+
+/// An answer that is not a list, read whole: one object ([`OBJECT_LIMIT`]).
+pub const BODY_LIMIT: u64 = OBJECT_LIMIT;
+
+/// Objects in one list: far past the largest Kueue cluster's Workloads (Kueue is measured at
+/// tens of thousands), and what bounds the facts one list keeps (a few hundred bytes each) and
+/// the time a body of endless tiny objects takes.
+pub const MAX_OBJECTS: usize = 1_000_000;
+
+/// A request whose body is read as it arrives, bounded object by object by its reader (a
+/// list's pages): the layer leaves its body unbounded.
+#[derive(Clone, Copy, Debug)]
+pub struct Streamed;
 
 /// An exec credential plugin's standard output: an ExecCredential is a token or a certificate
 /// and key, a few kilobytes; 1 MiB leaves room for long certificate chains.
@@ -39,7 +54,7 @@ pub const MAX_PAGES: usize = 10_000;
 
 /// A response body went past [`BODY_LIMIT`].
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("the API server's answer to {path} is larger than {}, the bound on one response (after decompression); kubectl-dispatch stopped reading it", size(*limit))]
+#[error("the API server's answer to {path} is larger than {}, the bound on one object (after decompression); kubectl-dispatch stopped reading it", size(*limit))]
 pub struct TooLarge {
     pub path: String,
     pub limit: u64,
@@ -65,8 +80,8 @@ impl<S> Layer<S> for BoundsLayer {
     }
 }
 
-/// Bounds each response body (a watch's excepted: it is a stream of events, bounded event by
-/// event by its reader) and refuses 3xx answers.
+/// Bounds each response body (a watch's and a list's excepted: each is read as it arrives,
+/// bounded event by event or object by object by its reader) and refuses 3xx answers.
 #[derive(Clone)]
 pub struct Bounded<S> {
     inner: S,
@@ -89,7 +104,8 @@ where
 
     fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
         let path = req.uri().path().to_string();
-        let left = (!super::deadline::is_watch(&req)).then_some(BODY_LIMIT);
+        let streamed = super::deadline::is_watch(&req) || req.extensions().get::<Streamed>().is_some();
+        let left = (!streamed).then_some(BODY_LIMIT);
         let response = self.inner.call(req);
         Box::pin(async move {
             let response = response.await.map_err(Into::into)?;
@@ -155,7 +171,7 @@ mod tests {
 
     #[test]
     fn sizes_read_as_people_write_them() {
-        assert_eq!(size(BODY_LIMIT), "64 MiB");
+        assert_eq!(size(BODY_LIMIT), "16 MiB");
         assert_eq!(size(EXEC_STDERR_LINE_LIMIT), "64 KiB");
         assert_eq!(size(1000), "1000 bytes");
     }
@@ -171,7 +187,7 @@ mod tests {
         let Err(e) = body(101, 100).collect().await else { panic!("past the bound") };
         assert_eq!(
             e.to_string(),
-            "the API server's answer to /api/v1/x is larger than 64 MiB, the bound on one response (after \
+            "the API server's answer to /api/v1/x is larger than 16 MiB, the bound on one object (after \
              decompression); kubectl-dispatch stopped reading it"
         );
     }

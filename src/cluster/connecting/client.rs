@@ -43,6 +43,10 @@ use crate::error::Error;
 const STREAM_WINDOW: u32 = 16 << 20;
 const CONNECTION_WINDOW: u32 = 64 << 20;
 
+/// client-go's HTTP/2 health check (`ReadIdleTimeout`, `PingTimeout`).
+const H2_PING_AFTER: Duration = Duration::from_secs(30);
+const H2_PING_TIMEOUT: Duration = Duration::from_secs(15);
+
 /// kubectl's dialer keeps TCP connections alive with a probe every 30 s.
 const KEEPALIVE: Duration = Duration::from_secs(30);
 
@@ -72,8 +76,8 @@ pub fn build(mut config: Config, route: Route) -> Result<Client, Error> {
     }
     let transport = match (route.exec, token_file) {
         (Some((plugin, first)), _) => Transport::exec(plugin, first, config.clone(), make)?,
-        (None, Some(file)) => Transport::token_file(make(config.rustls_client_config().map_err(invalid)?), file),
-        (None, None) => Transport::fixed(make(config.rustls_client_config().map_err(invalid)?)),
+        (None, Some(file)) => Transport::token_file(make, config.rustls_client_config().map_err(invalid)?, file),
+        (None, None) => Transport::fixed(make, config.rustls_client_config().map_err(invalid)?),
     };
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())
@@ -152,6 +156,12 @@ impl Settings {
             let client = hyper_util::client::legacy::Builder::new(TokioExecutor::new())
                 .http2_initial_stream_window_size(STREAM_WINDOW)
                 .http2_initial_connection_window_size(CONNECTION_WINDOW)
+                // client-go's dead-connection check: a ping after 30 s with no frame read, the
+                // connection dropped when 15 s pass with no answer (a watch on a connection
+                // that went silent then fails, and is started again on a new one).
+                .timer(hyper_util::rt::TokioTimer::new())
+                .http2_keep_alive_interval(Some(H2_PING_AFTER))
+                .http2_keep_alive_timeout(H2_PING_TIMEOUT)
                 .build(connector);
             BoxCloneSyncService::new(RequestTimeout::new(client.map_err(BoxError::from), self.request_timeout))
         })

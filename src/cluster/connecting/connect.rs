@@ -32,6 +32,8 @@ pub struct Connection {
     pub context: Option<String>,
     /// The API server's clock, from the `Date` header of the latest response.
     pub server_clock: ServerClock,
+    /// `--request-timeout`, which bounds each request (the live modes' confirming read too).
+    pub request_timeout: Option<Duration>,
 }
 
 /// How this run may connect.
@@ -109,7 +111,8 @@ pub async fn connect(
     let route =
         Route { proxy, request_timeout: connect_options.request_timeout, exec, server_clock: server_clock.clone() };
     let client = client::build(config, route)?;
-    Ok(Connection { client, server, proxy: proxy_text, namespace, context, server_clock })
+    let request_timeout = connect_options.request_timeout;
+    Ok(Connection { client, server, proxy: proxy_text, namespace, context, server_clock, request_timeout })
 }
 
 /// Sets the proxy kubectl would use for this server: the kubeconfig's `proxy-url`, else the

@@ -28,6 +28,7 @@ use tower::{BoxError, Service, ServiceExt};
 
 use super::deadline::Deadline;
 use super::exec::{Credential, ExecError, ExecPlugin};
+use super::local_file;
 use crate::error::Error;
 
 /// One HTTP client, ready to send: hyper's, behind the per-request bound.
@@ -41,10 +42,44 @@ pub type MakeHttp = Arc<dyn Fn(rustls::ClientConfig) -> HttpService + Send + Syn
 #[derive(Clone)]
 pub struct Transport(Arc<Inner>);
 
+/// A request extension: send this request on a new connection, and every later request too
+/// (the HTTP client of the moment, and its pool of connections, is replaced). The live modes
+/// mark the read that confirms a stale Lease and the watch started again after a silent one,
+/// since the connection a watch held may be the dead one, and HTTP/2 sends every request over it.
+#[derive(Debug, Clone, Copy)]
+pub struct FreshConnection;
+
 enum Inner {
-    Fixed(HttpService),
+    Fixed(Pool),
     Exec(Box<ExecState>),
-    TokenFile(HttpService, TokenFile),
+    TokenFile(Pool, TokenFile),
+}
+
+/// The HTTP client of the moment, and how to make another ([`FreshConnection`]).
+struct Pool {
+    make: MakeHttp,
+    tls: rustls::ClientConfig,
+    http: std::sync::Mutex<HttpService>,
+}
+
+impl Pool {
+    fn new(make: MakeHttp, tls: rustls::ClientConfig) -> Pool {
+        let http = std::sync::Mutex::new(make(tls.clone()));
+        Pool { make, tls, http }
+    }
+
+    /// The client to send on: a new one first when `fresh`.
+    fn take(&self, fresh: bool) -> HttpService {
+        let mut http = self.http.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if fresh {
+            *http = (self.make)(self.tls.clone());
+        }
+        http.clone()
+    }
+}
+
+fn fresh<B>(req: &Request<B>) -> bool {
+    req.extensions().get::<FreshConnection>().is_some()
 }
 
 struct ExecState {
@@ -65,13 +100,13 @@ struct Current {
 }
 
 impl Transport {
-    pub fn fixed(http: HttpService) -> Transport {
-        Transport(Arc::new(Inner::Fixed(http)))
+    pub fn fixed(make: MakeHttp, tls: rustls::ClientConfig) -> Transport {
+        Transport(Arc::new(Inner::Fixed(Pool::new(make, tls))))
     }
 
     /// A client that sends the token of `file`, read as client-go reads it.
-    pub fn token_file(http: HttpService, file: TokenFile) -> Transport {
-        Transport(Arc::new(Inner::TokenFile(http, file)))
+    pub fn token_file(make: MakeHttp, tls: rustls::ClientConfig, file: TokenFile) -> Transport {
+        Transport(Arc::new(Inner::TokenFile(Pool::new(make, tls), file)))
     }
 
     pub fn exec(plugin: ExecPlugin, first: Credential, config: Config, make: MakeHttp) -> Result<Transport, Error> {
@@ -114,8 +149,11 @@ pub fn due(expires: Option<Timestamp>, obtained: Timestamp, now: Timestamp) -> b
 impl ExecState {
     /// The HTTP client, bearer token and credential generation to use now, fetching a new
     /// credential when due.
-    async fn current(&self) -> Result<(HttpService, Option<String>, u64), BoxError> {
+    async fn current(&self, new_connection: bool) -> Result<(HttpService, Option<String>, u64), BoxError> {
         let mut current = self.current.lock().await;
+        if new_connection {
+            current.http = (self.make)(tls_for(&self.config, &current.credential, &self.plugin.command())?);
+        }
         if current.rejected || due(current.credential.expires, current.obtained, Timestamp::now()) {
             let fresh = self.plugin.run().await?;
             if fresh.identity != current.credential.identity {
@@ -169,10 +207,20 @@ impl TokenFile {
 
     /// The `Authorization` value to send at `now`: the file read again when the last read is
     /// [`TOKEN_FILE_REREAD`] old or was refused; the last token when that read fails.
-    pub fn header(&self, now: Instant) -> HeaderValue {
+    /// The file is read on a thread of its own, bounded ([`local_file`]), never on the
+    /// runtime's.
+    pub async fn header(&self, now: Instant) -> HeaderValue {
+        let stale = {
+            let last = self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            last.rejected || now.saturating_duration_since(last.at) >= TOKEN_FILE_REREAD
+        };
+        let read = match stale {
+            true => Some(local_file::read_async(&self.path, local_file::TOKEN_FILE_LIMIT).await),
+            false => None,
+        };
         let mut last = self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if last.rejected || now.saturating_duration_since(last.at) >= TOKEN_FILE_REREAD {
-            if let Ok(header) = read_token(&self.path) {
+        if let Some(read) = read {
+            if let Ok(header) = read.map_err(|_| String::new()).and_then(|bytes| token_header(&bytes, &self.path)) {
                 last.header = header;
             }
             last.at = now;
@@ -194,7 +242,11 @@ impl TokenFile {
 /// The file's token as client-go reads it (`fileTokenSource`): white space trimmed, empty
 /// refused; as a sensitive `Bearer` header value.
 fn read_token(path: &Path) -> Result<HeaderValue, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("failed to read token file {:?}: {e}", path.display()))?;
+    let bytes = local_file::read(path, local_file::TOKEN_FILE_LIMIT).map_err(|e| e.text(path, "token file"))?;
+    token_header(&bytes, path)
+}
+
+fn token_header(bytes: &[u8], path: &Path) -> Result<HeaderValue, String> {
     let token = bytes.trim_ascii();
     if token.is_empty() {
         return Err(format!("read empty token from file {:?}", path.display()));
@@ -217,24 +269,26 @@ impl Service<Request<Body>> for Transport {
 
     fn call(&mut self, mut req: Request<Body>) -> Self::Future {
         let inner = self.0.clone();
+        let new_connection = fresh(&req);
         Box::pin(async move {
             match &*inner {
-                Inner::Fixed(http) => http.clone().oneshot(req).await,
-                Inner::TokenFile(http, file) => {
+                Inner::Fixed(pool) => pool.take(new_connection).oneshot(req).await,
+                Inner::TokenFile(pool, file) => {
+                    let http = pool.take(new_connection);
                     // A header set already (none is, today) is left, as client-go leaves it.
                     if req.headers().contains_key(AUTHORIZATION) {
-                        return http.clone().oneshot(req).await;
+                        return http.oneshot(req).await;
                     }
                     let sent = Instant::now();
-                    req.headers_mut().insert(AUTHORIZATION, file.header(sent));
-                    let response = http.clone().oneshot(req).await?;
+                    req.headers_mut().insert(AUTHORIZATION, file.header(sent).await);
+                    let response = http.oneshot(req).await?;
                     if response.status() == http::StatusCode::UNAUTHORIZED {
                         file.rejected(sent);
                     }
                     Ok(response)
                 }
                 Inner::Exec(state) => {
-                    let (http, token, generation) = state.current().await?;
+                    let (http, token, generation) = state.current(new_connection).await?;
                     if let Some(token) = token {
                         let mut value = HeaderValue::try_from(format!("Bearer {token}"))?;
                         value.set_sensitive(true);
@@ -296,8 +350,9 @@ mod tests {
         std::fs::write(&path, "first\n").unwrap();
         let file = TokenFile::open(&path).unwrap();
         let t0 = Instant::now();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let sent = |at: Instant| {
-            let h = file.header(at);
+            let h = runtime.block_on(file.header(at));
             assert!(h.is_sensitive());
             h.to_str().unwrap().to_string()
         };

@@ -5,10 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use kube::config::{
-    AuthInfo, Cluster, Context, Kubeconfig, KubeconfigError, NamedAuthInfo, NamedCluster, NamedContext,
-};
+use kube::config::{AuthInfo, Cluster, Context, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext};
 
+use super::local_file;
 use crate::error::{Error, first_line};
 use crate::invocation::ConnectionSettings;
 
@@ -263,26 +262,125 @@ pub(crate) fn load(args: &ConnectionSettings) -> Result<Option<Kubeconfig>, Erro
     }
 }
 
+/// One kubeconfig file, read once per run: its bytes read once, bounded
+/// ([`local_file::KUBECONFIG_LIMIT`]) and on a thread of their own, whatever the file is (a
+/// regular file, a FIFO, a device); what they held is kept for the rest of the run, so a
+/// fleet's contexts, or a second look at the same file, read it no more. A file changed since
+/// (another inode, size or time; in-process tests rewrite theirs) is read anew.
 pub(crate) fn read_file(path: &Path) -> Result<Kubeconfig, Error> {
-    if let Some(cause) = odd_utf16(path) {
-        return Err(Error::ReadKubeconfig { path: path.to_path_buf(), cause: cause.into() });
+    static READ: std::sync::Mutex<Vec<(PathBuf, Identity, Kubeconfig)>> = std::sync::Mutex::new(Vec::new());
+    let identity = Identity::of(path);
+    let mut read = READ.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, _, config)) = read.iter().find(|(p, i, _)| p == path && identity.as_ref() == Some(i)) {
+        return Ok(config.clone());
     }
-    Kubeconfig::read_from(path).map_err(|e| match e {
-        KubeconfigError::ReadConfig(io, _) => Error::ReadKubeconfig { path: path.to_path_buf(), cause: io.to_string() },
-        other => Error::ReadKubeconfig { path: path.to_path_buf(), cause: first_line(&other.to_string()) },
-    })
+    let config = read_once(path)?;
+    if let Some(identity) = identity {
+        read.retain(|(p, _, _)| p != path);
+        read.push((path.to_path_buf(), identity, config.clone()));
+    }
+    Ok(config)
 }
 
-/// kube's reader (kube-client 5.0's `read_path`) decodes a file that starts with a UTF-16
-/// byte-order mark two bytes at a time, and panics on an odd byte left over: an abort in the
-/// release build (found by `fuzz/`'s kubeconfig target). Such a file is refused first, in
-/// kube's words for UTF-16 it cannot decode. `None`: kube may read it (or say why not).
-fn odd_utf16(path: &Path) -> Option<&'static str> {
-    match std::fs::read(path).ok()?.as_slice() {
-        [0xFF, 0xFE, rest @ ..] if rest.len() % 2 == 1 => Some("Invalid UTF-16 LE"),
-        [0xFE, 0xFF, rest @ ..] if rest.len() % 2 == 1 => Some("Invalid UTF-16 BE"),
-        _ => None,
+/// What tells a file from the same file changed. A FIFO's or a device's times move as it is
+/// written or read, so they are known by their inode alone.
+#[derive(PartialEq, Eq)]
+struct Identity {
+    device: u64,
+    inode: u64,
+    /// A regular file's size and modification time.
+    content: Option<(u64, std::time::SystemTime)>,
+}
+
+impl Identity {
+    fn of(path: &Path) -> Option<Identity> {
+        let m = std::fs::metadata(path).ok()?;
+        #[cfg(unix)]
+        let (device, inode) = {
+            use std::os::unix::fs::MetadataExt;
+            (m.dev(), m.ino())
+        };
+        #[cfg(not(unix))]
+        let (device, inode) = (0, 0);
+        let content = m.is_file().then(|| m.modified().ok().map(|t| (m.len(), t))).flatten();
+        if m.is_file() && content.is_none() {
+            return None;
+        }
+        Some(Identity { device, inode, content })
     }
+}
+
+/// Reads one kubeconfig file: its bytes decoded as kube decodes a file (a UTF-16 or UTF-8
+/// byte-order mark), its relative paths made absolute against the file's directory as kube's
+/// `Kubeconfig::read_from` makes them (but a FIFO's or a device's: a pipe has no directory of
+/// its own, so they stay relative to the working directory).
+fn read_once(path: &Path) -> Result<Kubeconfig, Error> {
+    let refused = |cause: String| Error::ReadKubeconfig { path: path.to_path_buf(), cause };
+    let regular = match std::fs::metadata(path) {
+        // Refused before it is read.
+        Ok(m) if m.is_file() && m.len() > local_file::KUBECONFIG_LIMIT => {
+            return Err(refused(local_file::Unread::TooLarge(local_file::KUBECONFIG_LIMIT).cause("kubeconfig")));
+        }
+        Ok(m) => m.is_file(),
+        Err(_) => true,
+    };
+    let bytes = local_file::read(path, local_file::KUBECONFIG_LIMIT).map_err(|e| refused(e.cause("kubeconfig")))?;
+    let mut config = from_bytes(&bytes).map_err(refused)?;
+    if let Some(dir) = path.parent().filter(|_| regular) {
+        anchor(&mut config, dir);
+    }
+    Ok(config)
+}
+
+/// The file paths a kubeconfig names, relative ones made absolute against `dir`, as kube's
+/// `Kubeconfig::read_from` does (an exec command only when it holds a path separator, as
+/// client-go's `GetAuthInfoFileReferences`: a bare name is looked up on `PATH`).
+fn anchor(config: &mut Kubeconfig, dir: &Path) {
+    let absolute = |file: &mut Option<String>| {
+        if let Some(f) = file.as_deref().filter(|f| Path::new(f).is_relative())
+            && let Some(joined) = dir.join(f).to_str()
+        {
+            *file = Some(joined.to_string());
+        }
+    };
+    for cluster in config.clusters.iter_mut().filter_map(|c| c.cluster.as_mut()) {
+        absolute(&mut cluster.certificate_authority);
+    }
+    for user in config.auth_infos.iter_mut().filter_map(|u| u.auth_info.as_mut()) {
+        absolute(&mut user.client_certificate);
+        absolute(&mut user.client_key);
+        absolute(&mut user.token_file);
+        if let Some(exec) = user.exec.as_mut().filter(|e| e.command.as_deref().is_some_and(|c| c.contains('/'))) {
+            absolute(&mut exec.command);
+        }
+    }
+}
+
+/// A kubeconfig from its bytes, decoded as kube decodes a file (a UTF-16 or UTF-8 byte-order
+/// mark), with kube's words for bytes it cannot decode. kube's own reader (kube-client 5.0's
+/// `read_path`) decodes UTF-16 two bytes at a time and panics on an odd byte left over (found
+/// by `fuzz/`'s kubeconfig target): that is refused here, in kube's words for UTF-16 it cannot
+/// decode.
+fn from_bytes(bytes: &[u8]) -> Result<Kubeconfig, String> {
+    let utf16 = |rest: &[u8], le: bool| -> Result<String, String> {
+        if rest.len() % 2 == 1 {
+            return Err(format!("Invalid UTF-16 {}", if le { "LE" } else { "BE" }));
+        }
+        let units: Vec<u16> = rest
+            .chunks(2)
+            .map(|c| if le { u16::from_le_bytes([c[0], c[1]]) } else { u16::from_be_bytes([c[0], c[1]]) })
+            .collect();
+        String::from_utf16(&units).map_err(|_| format!("Invalid UTF-16 {}", if le { "LE" } else { "BE" }))
+    };
+    let text = match bytes {
+        [0xFF, 0xFE, rest @ ..] => utf16(rest, true)?,
+        [0xFE, 0xFF, rest @ ..] => utf16(rest, false)?,
+        [0xEF, 0xBB, 0xBF, rest @ ..] => {
+            String::from_utf8(rest.to_vec()).map_err(|_| "Invalid UTF-8 BOM".to_string())?
+        }
+        _ => String::from_utf8(bytes.to_vec()).map_err(|_| "Invalid UTF-8".to_string())?,
+    };
+    Kubeconfig::from_yaml(&text).map_err(|e| first_line(&e.to_string()))
 }
 
 /// `KUBECONFIG` as kubectl reads it: split on the OS list separator, empty entries and
@@ -349,6 +447,56 @@ mod tests {
             std::fs::write(&path, [&bom[..], &bytes].concat()).unwrap();
             assert_eq!(read_file(&path).unwrap().current_context.as_deref(), Some("x"), "{order}");
         }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_kubeconfig_is_read_once_a_run_even_a_fifo_that_can_be_read_once() {
+        let dir = std::env::temp_dir().join(format!("dispatch-read-once-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("fifo");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let text = "apiVersion: v1\nkind: Config\ncurrent-context: a\nclusters:\n- name: c\n  cluster:\n    server: https://k:6443\n\
+                    contexts:\n- name: a\n  context:\n    cluster: c\n- name: b\n  context:\n    cluster: c\n";
+        // The writer writes once: a second read of the FIFO would wait for a writer that never comes.
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::write(&fifo, text).unwrap())
+        };
+        let settings = ConnectionSettings { kubeconfig: Some(fifo.clone()), ..args() };
+        let started = std::time::Instant::now();
+        assert_eq!(context_names(&settings).unwrap(), ["a", "b"]);
+        writer.join().unwrap();
+        for context in ["a", "b"] {
+            let chosen = choose(&ConnectionSettings { context: Some(context.into()), ..settings.clone() }).unwrap();
+            assert_eq!(chosen.unwrap().cluster.server.as_deref(), Some("https://k:6443"));
+        }
+        assert!(started.elapsed() < local_file::READ_TIME, "read again: {:?}", started.elapsed());
+        // A regular file changed since it was read is read anew.
+        let file = dir.join("config");
+        std::fs::write(&file, text).unwrap();
+        assert_eq!(read_file(&file).unwrap().current_context.as_deref(), Some("a"));
+        std::fs::write(&file, text.replace("current-context: a", "current-context: bb")).unwrap();
+        assert_eq!(read_file(&file).unwrap().current_context.as_deref(), Some("bb"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn relative_paths_are_made_absolute_as_kube_makes_them() {
+        let dir = std::env::temp_dir().join(format!("dispatch-anchor-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("config");
+        let text = "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://k\n    certificate-authority: ca.crt\n\
+                    users:\n- name: u\n  user:\n    client-certificate: sub/u.crt\n    client-key: /abs/u.key\n    tokenFile: t\n\
+                    \x20   exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: ./bin/get-token\n\
+                    - name: v\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: aws\n";
+        std::fs::write(&path, text).unwrap();
+        let ours = read_file(&path).unwrap();
+        let kubes = Kubeconfig::read_from(&path).unwrap();
+        assert_eq!(format!("{:?}", ours.clusters), format!("{:?}", kubes.clusters));
+        assert_eq!(format!("{:?}", ours.auth_infos), format!("{:?}", kubes.auth_infos));
+        let ca = ours.clusters[0].cluster.as_ref().unwrap().certificate_authority.clone().unwrap();
+        assert_eq!(ca, dir.join("ca.crt").to_str().unwrap());
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -9,6 +9,7 @@ pub mod deadline;
 pub mod exec;
 pub mod headers;
 pub mod kubeconfig;
+pub mod local_file;
 pub mod proxy;
 pub mod retry;
 pub mod server_clock;

@@ -1,7 +1,8 @@
 //! When an answer is asked for again: client-go's rule for answers, which kubectl follows. A
-//! 429 or 5xx that carries `Retry-After: N` (whole seconds) is asked again after N seconds, at
-//! most 10 times, and never past `--request-timeout` counted from the first attempt (client-go
-//! bounds the whole retry loop with it); every other answer is final. Unlike client-go, a GET
+//! 429 or 5xx that carries `Retry-After: N` (whole seconds, at most 60: a longer wait is final
+//! at once, where client-go would wait it out) is asked again after N seconds, at most 10
+//! times, and never past `--request-timeout` counted from the first attempt (client-go bounds
+//! the whole retry loop with it); every other answer is final. Unlike client-go, a GET
 //! whose connection broke (reset, EOF, HTTP/2 GOAWAY) is not sent again here: kube's policy
 //! did not either, and the live modes reconnect on their own.
 //!
@@ -21,9 +22,10 @@ use tower::retry::Policy;
 /// client-go's `maxRetries` for a request.
 const MAX_RETRIES: u32 = 10;
 
-/// The whole seconds of Go's longest `time.Duration` (about 292 years): a longer
-/// `Retry-After` is answered at once, as final.
-const MAX_WAIT_SECONDS: u64 = 9_223_372_036;
+/// The longest `Retry-After` waited on: a longer one is final at once. client-go waits any
+/// delay its `time.Duration` can hold (about 292 years), so a server asking for hours holds
+/// kubectl for hours; a minute is as long as any real API server asks (its own default is 1 s).
+const MAX_WAIT_SECONDS: u64 = 60;
 
 #[derive(Clone, Debug)]
 pub struct RetryAfter {
@@ -47,7 +49,7 @@ fn wait<B>(response: &Response<B>) -> Option<Duration> {
         return None;
     }
     let seconds: u64 = response.headers().get(RETRY_AFTER)?.to_str().ok()?.trim().parse().ok()?;
-    // client-go holds the wait in a Go `time.Duration`; a longer one is no delay it can wait.
+    // A longer wait is no answer to wait on: the request fails with the answer it got.
     (seconds <= MAX_WAIT_SECONDS).then(|| Duration::from_secs(seconds))
 }
 
@@ -125,9 +127,10 @@ mod tests {
         assert_eq!(wait(&answer(404, Some("1"))), None);
         assert_eq!(wait(&answer(200, Some("1"))), None);
         assert_eq!(wait(&answer(429, Some("Wed, 21 Oct 2026 07:28:00 GMT"))), None, "client-go reads seconds only");
-        // Go's longest time.Duration is the longest wait; beyond, the answer is final
-        assert_eq!(wait(&answer(503, Some("9223372036"))), Some(Duration::from_secs(9_223_372_036)));
-        assert_eq!(wait(&answer(503, Some("9223372037"))), None);
+        // A minute is the longest wait; beyond, the answer is final at once
+        assert_eq!(wait(&answer(503, Some("60"))), Some(Duration::from_secs(60)));
+        assert_eq!(wait(&answer(503, Some("61"))), None);
+        assert_eq!(wait(&answer(429, Some("9223372036"))), None, "no hang on Go's longest duration");
         assert_eq!(wait(&answer(503, Some("10000000000000000000"))), None);
         assert_eq!(wait(&answer(503, Some("99999999999999999999999"))), None);
     }
@@ -135,7 +138,7 @@ mod tests {
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
 
-        /// Any Retry-After text on any status: a delay within Go's longest duration, or none.
+        /// Any Retry-After text on any status: a delay of a minute at most, or none.
         #[test]
         fn any_retry_after_is_a_bounded_delay_or_none(status in 100u16..600, value in "\\PC{0,24}", digits in "[0-9]{1,25}") {
             for v in [&value, &digits] {
@@ -157,18 +160,18 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_wait_past_the_end_of_time_is_not_waited() {
-        // A second after the first attempt, the longest wait there is: elapsed + delay would
-        // overflow, and is past any timeout.
+    async fn a_wait_past_the_timeout_or_the_cap_is_not_waited() {
         let mut policy = RetryAfter::within(Some(Duration::from_secs(30)));
         let mut req = Request::get("/api").body(Body::empty()).unwrap();
         assert!(Policy::<_, Response<()>, BoxError>::clone_request(&mut policy, &req).is_some());
         tokio::time::advance(Duration::from_secs(1)).await;
-        let mut result: Result<Response<()>, BoxError> = Ok(answer(503, Some("9223372036")));
-        assert!(policy.retry(&mut req, &mut result).is_none());
+        let mut result: Result<Response<()>, BoxError> = Ok(answer(503, Some("30")));
+        assert!(policy.retry(&mut req, &mut result).is_none(), "1 s + 30 s is past --request-timeout 30s");
         let max = RetryAfter { left: 1, timeout: Some(Duration::MAX), started: policy.started };
+        let mut result: Result<Response<()>, BoxError> = Ok(answer(503, Some("60")));
+        assert!(max.clone().retry(&mut req, &mut result).is_some(), "within a timeout that long, a minute is waited");
         let mut result: Result<Response<()>, BoxError> = Ok(answer(503, Some("9223372036")));
-        assert!(max.clone().retry(&mut req, &mut result).is_some(), "within a timeout that long, it is waited");
+        assert!(max.clone().retry(&mut req, &mut result).is_none(), "no timeout makes an absurd wait one to wait");
     }
 
     #[tokio::test(start_paused = true)]

@@ -241,8 +241,8 @@ pub(crate) fn outcome<T>(r: &Result<T, kube::Error>) -> String {
 /// one-shot read. Forbidden ends the list as data; a resource not served, a conversion that
 /// failed, a bound and the rest stop the run. Objects that could not be read are said once,
 /// as the page is read, and left out.
-struct Reading<'a, K> {
-    pager: Pager<K>,
+struct Reading<'a, K, T = K> {
+    pager: Pager<K, T>,
     what: &'a str,
     /// The Kueue version read, for a conversion failure's error.
     version: &'a str,
@@ -251,16 +251,17 @@ struct Reading<'a, K> {
     forbidden: bool,
 }
 
-impl<'a, K> Reading<'a, K>
+impl<'a, K, T> Reading<'a, K, T>
 where
     K: kube::Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+    T: Send + 'static,
 {
-    fn new(pager: Pager<K>, what: &'a str, kueue: &'a KueueApi, conn: &'a Connection, log: &'a Log) -> Self {
+    fn new(pager: Pager<K, T>, what: &'a str, kueue: &'a KueueApi, conn: &'a Connection, log: &'a Log) -> Self {
         Reading { pager, what, version: &kueue.version, conn, log, forbidden: false }
     }
 
     /// The next page; `None` once the list is done, or forbidden (see [`Reading::end`]).
-    async fn next(&mut self) -> Result<Option<Page<K>>, Error> {
+    async fn next(&mut self) -> Result<Option<Page<T>>, Error> {
         match self.pager.next(self.log).await {
             Ok(page) => Ok(page),
             Err(Failed::Bound(message)) => Err(Error::Bound(message)),
@@ -269,7 +270,7 @@ where
     }
 
     /// A page that could not be read: forbidden ends the list as data, the rest stop the run.
-    fn failed(&mut self, e: kube::Error) -> Result<Option<Page<K>>, Error> {
+    fn failed(&mut self, e: kube::Error) -> Result<Option<Page<T>>, Error> {
         match classify(e, self.conn, self.what) {
             Failure::Forbidden(_) => {
                 self.forbidden = true;
@@ -293,25 +294,27 @@ where
     }
 }
 
-/// Lists every page of `api`, keeping what `keep` makes of each object.
+/// Lists every page of `api`, keeping what `keep` makes of each object as it is decoded.
 async fn list_pages<K, T>(
     api: Api<K>,
     what: &str,
     kueue: &KueueApi,
     conn: &Connection,
     log: &Log,
-    keep: impl Fn(&K) -> T,
+    keep: fn(&K) -> T,
 ) -> Result<(Fetched<()>, Vec<T>), Error>
 where
     K: kube::Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+    T: Send + 'static,
 {
-    let mut pager = Reading::new(Pager::new(api, what, ListParams::default()), what, kueue, conn, log);
+    let pager = Pager::keeping(api, what, ListParams::default(), move |k| keep(&k));
+    let mut pager = Reading::new(pager, what, kueue, conn, log);
     let mut out = Vec::new();
     while let Some(page) = pager.next().await? {
         if page.restarted {
             out.clear();
         }
-        out.extend(page.items.iter().map(&keep));
+        out.extend(page.items);
     }
     Ok((pager.end(), out))
 }
@@ -384,22 +387,41 @@ pub async fn workloads(
     labels: Option<&str>,
     log: &Log,
 ) -> Result<Fetched<Vec<WorkloadFacts>>, Error> {
+    let mut out = Vec::new();
+    let fetched = workloads_each(conn, kueue, namespace, labels, log, |items, restarted| {
+        if restarted {
+            out.clear();
+        }
+        out.extend(items);
+        Ok(())
+    })
+    .await?;
+    Ok(fetched.map(|_| out))
+}
+
+/// The Workloads as [`workloads`] lists them, handed to `each` a batch at a time as they are
+/// decoded, with whether the list started over (its continue token expired) before them: a
+/// caller that keeps nothing holds one batch at most.
+pub async fn workloads_each(
+    conn: &Connection,
+    kueue: &KueueApi,
+    namespace: Option<&str>,
+    labels: Option<&str>,
+    log: &Log,
+    mut each: impl FnMut(Vec<WorkloadFacts>, bool) -> Result<(), Error>,
+) -> Result<Fetched<()>, Error> {
     let api: Api<wire::WireWorkload> = namespaced_or_all(conn, namespace, &kueue.resource("Workload", "workloads"));
     let mut params = ListParams::default();
     if let Some(labels) = labels {
         // The server filters (`labelSelector=`), as `kubectl get -l` asks it to.
         params = params.labels(labels);
     }
-    let mut pager = Reading::new(Pager::new(api, "Workloads", params), "Workloads", kueue, conn, log);
-    let mut out = Vec::new();
+    let pager = Pager::keeping(api, "Workloads", params, |w| wire::workload_facts(&w));
+    let mut pager = Reading::new(pager, "Workloads", kueue, conn, log);
     while let Some(Page { items, restarted, .. }) = pager.next().await? {
-        if restarted {
-            out.clear();
-        }
-        out.extend(items.iter().map(wire::workload_facts));
+        each(items, restarted)?;
     }
-    let fetched = with_rule(pager.end(), format!("list workloads.kueue.x-k8s.io {}", scope_text(namespace)));
-    Ok(fetched.map(|_| out))
+    Ok(with_rule(pager.end(), format!("list workloads.kueue.x-k8s.io {}", scope_text(namespace))))
 }
 
 /// Reads one ClusterQueue and one Workload (lists of limit 1), only to learn whether the
@@ -432,17 +454,15 @@ pub async fn waiting<T>(
         // The server filters (`labelSelector=`), as `kubectl get -l` asks it to.
         params = params.labels(labels);
     }
-    let mut pager = Reading::new(Pager::new(api, "Workloads", params), "Workloads", kueue, conn, log);
+    let pager = Pager::keeping(api, "Workloads", params, |w| wire::workload(&w));
+    let mut pager = Reading::new(pager, "Workloads", kueue, conn, log);
     let ((extra, scope), mut page) = futures::try_join!(scoped, pager.next())?;
     let mut out = Vec::new();
     while let Some(Page { items, restarted, .. }) = page {
         if restarted {
             out.clear();
         }
-        for item in &items {
-            out.extend(waiting::select(&wire::workload(item), &scope));
-        }
-        drop(items); // one decoded page at a time: the next one is still text
+        out.extend(items.iter().flat_map(|w| waiting::select(w, &scope)));
         page = pager.next().await?;
     }
     let fetched = with_rule(pager.end(), format!("list workloads.kueue.x-k8s.io {}", scope_text(namespace)));

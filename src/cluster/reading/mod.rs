@@ -5,6 +5,7 @@
 pub mod failure;
 pub mod fetch;
 pub mod holder;
+pub mod items;
 pub mod pager;
 pub mod review;
 pub mod wire;

@@ -109,41 +109,6 @@ pub type WireWorkload = WireObject<WorkloadSpec, WorkloadStatus>;
 /// Kueue types' condition and check times are read the same way).
 pub type WireLease = WireObject<LeaseSpec, NotUsed>;
 
-/// One page of a list: its objects, and a line for each one that could not be read (its kind,
-/// namespace and name, and why), which is left out. The page is read whole first; only when
-/// that fails is it read again object by object, so one odd object costs the others nothing.
-/// A page that is no list at all stays an error.
-pub fn decode_page<K: serde::de::DeserializeOwned + Clone>(
-    text: &str,
-    kind: &str,
-) -> Result<(Vec<K>, Vec<String>), serde_json::Error> {
-    let whole = match serde_json::from_str::<kube::core::ObjectList<K>>(text) {
-        Ok(page) => return Ok((page.items, Vec::new())),
-        Err(e) => e,
-    };
-    #[derive(Deserialize)]
-    struct Items {
-        items: Vec<serde_json::Value>,
-    }
-    let Ok(Items { items }) = serde_json::from_str::<Items>(text) else { return Err(whole) };
-    let (mut read, mut unreadable) = (Vec::new(), Vec::new());
-    for item in items {
-        let at = |field: &str| item["metadata"][field].as_str().unwrap_or_default().to_string();
-        let name = match (at("namespace"), at("name")) {
-            (ns, name) if ns.is_empty() => format!("{kind} {name:?}"),
-            (ns, name) => format!("{kind} {ns}/{name}"),
-        };
-        match serde_json::from_value::<K>(item) {
-            Ok(k) => read.push(k),
-            Err(e) => unreadable.push(format!("cannot read {name}, left out: {e}")),
-        }
-    }
-    if unreadable.is_empty() {
-        return Err(whole);
-    }
-    Ok((read, unreadable))
-}
-
 /// Leases, for `Api::namespaced_with`.
 pub fn lease_resource() -> kube::core::ApiResource {
     kube::core::ApiResource::erase::<k8s_openapi::api::coordination::v1::Lease>(&())
@@ -472,21 +437,5 @@ mod tests {
         assert_eq!(w.metadata.annotations.as_ref().and_then(|a| a.get("a")).map(String::as_str), Some("b"));
         assert_eq!(w.metadata.creation_timestamp, None);
         assert_eq!(workload(w).queue_name.as_deref(), Some("lq"));
-    }
-
-    #[test]
-    fn one_unreadable_object_is_left_out_and_said_the_rest_are_read() {
-        let good = r#"{"metadata":{"name":"ok","namespace":"ns"},"spec":{"queueName":"lq"}}"#;
-        let bad = r#"{"metadata":{"name":"bad","namespace":"ns"},"spec":{"queueName":["not","text"]}}"#;
-        let page = format!(r#"{{"metadata":{{}},"items":[{good},{bad},{good}]}}"#);
-        let (read, said) = decode_page::<WireWorkload>(&page, "Workload").unwrap();
-        assert_eq!(read.len(), 2);
-        assert_eq!(said.len(), 1);
-        assert!(said[0].starts_with("cannot read Workload ns/bad, left out: "), "{said:?}");
-        // A whole page decodes at once, and what is no list stays an error.
-        let fine = format!(r#"{{"metadata":{{}},"items":[{good}]}}"#);
-        assert_eq!(decode_page::<WireWorkload>(&fine, "Workload").unwrap().0.len(), 1);
-        assert!(decode_page::<WireWorkload>("{\"items\":7}", "Workload").is_err());
-        assert!(decode_page::<WireWorkload>("not json", "Workload").is_err());
     }
 }

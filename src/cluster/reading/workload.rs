@@ -30,6 +30,7 @@ pub async fn workload(
 ) -> Result<WorkloadFacts, Error> {
     let api: Api<wire::WireWorkload> =
         Api::namespaced_with(conn.client.clone(), namespace, &kueue.resource("Workload", "workloads"));
+    let rule = format!("get workloads.kueue.x-k8s.io {name:?} in namespace {namespace}");
     match fetch::get_logged(&api, name, log).await {
         Ok(w) => Ok(wire::workload_facts(&w)),
         // An object that is not there has a Status of reason NotFound; a resource that is not
@@ -37,7 +38,7 @@ pub async fn workload(
         Err(kube::Error::Api(s)) if s.code == 404 && s.reason == "NotFound" => {
             Err(Error::WorkloadNotFound { message: first_line(&s.message), namespace: namespace.into() })
         }
-        Err(kube::Error::Api(s)) if s.code == 403 => Err(Error::WorkloadForbidden { message: first_line(&s.message) }),
+        Err(kube::Error::Api(s)) if s.code == 403 => Err(Error::Forbidden { message: first_line(&s.message), rule }),
         Err(e) => Err(match classify(e, conn, "the Workload") {
             Failure::NotFound => Error::KueueResourceMissing {
                 resource: "Workloads".into(),
@@ -49,7 +50,7 @@ pub async fn workload(
                 cause,
             },
             Failure::Forbidden(_) => {
-                Error::WorkloadForbidden { message: format!("may not get Workload {namespace}/{name}") }
+                Error::Forbidden { message: format!("may not get Workload {namespace}/{name}"), rule }
             }
             Failure::Stop(e) => e,
         }),

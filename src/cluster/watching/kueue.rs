@@ -53,7 +53,7 @@ fn kueue_watch<K, T>(
     labels: Option<String>,
     stream: usize,
     (forbidden, origin): (WhenForbidden<K>, StreamOrigin),
-    convert: impl Fn(&K) -> (Key, T) + Send + 'static,
+    convert: impl Fn(&K) -> (Key, T) + Send + Sync + 'static,
     wrap: fn(ListChange<T>) -> Fact,
 ) -> BoxStream<'static, Update>
 where
@@ -61,17 +61,16 @@ where
     T: Send + 'static,
 {
     let rule = origin.rule.clone();
-    reflector::follow(api, None, labels, forbidden, origin)
+    // Each object, listed or watched, is read straight into what the gate reads of it.
+    let keep = move |o: K| convert(&o);
+    reflector::follow(api, (None, labels), (forbidden, origin), reflector::Restarts::never(), keep)
         .map(move |signal| {
             let change = match signal {
                 Signal::Seen(Seen::List) => ListChange::Init,
-                Signal::Seen(Seen::Page(items)) => ListChange::Page(items.iter().map(&convert).collect()),
+                Signal::Seen(Seen::Page(items)) => ListChange::Page(items),
                 Signal::Seen(Seen::ListDone) => ListChange::InitDone,
-                Signal::Seen(Seen::Applied(o)) => {
-                    let (k, v) = convert(&o);
-                    ListChange::Apply(k, v)
-                }
-                Signal::Seen(Seen::Deleted(o)) => ListChange::Delete(convert(&o).0),
+                Signal::Seen(Seen::Applied((k, v))) => ListChange::Apply(k, v),
+                Signal::Seen(Seen::Deleted((k, _))) => ListChange::Delete(k),
                 Signal::Forbidden | Signal::Polling(_) => ListChange::Forbidden(rule.clone()),
                 Signal::Link(e) => return Update { stream, what: What::Link(e) },
             };
@@ -85,9 +84,14 @@ fn key<P: Clone, U: Clone>(o: &crate::cluster::reading::wire::WireObject<P, U>) 
 }
 
 /// dispatch's Lease's updates as the gate's.
-fn lease_watch(conn: &Connection, lease: &LeaseRef, stream: usize, log: &Log) -> BoxStream<'static, Update> {
+fn lease_watch(
+    conn: &Connection,
+    lease: &LeaseRef,
+    stream: usize,
+    (log, restarts): (&Log, reflector::Restarts),
+) -> BoxStream<'static, Update> {
     let lease_ref = lease.clone();
-    reflector::lease(conn, lease, log)
+    reflector::lease(conn, lease, log, restarts)
         .map(move |u| {
             let what = match u {
                 LeaseUpdate::Lease(Some(f)) => What::Fact(Fact::Lease(Fetched::Found(f))),
@@ -104,9 +108,14 @@ fn lease_watch(conn: &Connection, lease: &LeaseRef, stream: usize, log: &Log) ->
 /// Kueue's manager's Lease's updates as the gate's, from the stream `lease --watch` follows it
 /// by ([`kueue_lease::kueue_lease`]): that it may not be read at all is said under the chains,
 /// as the one-shot gate says it, and does not end the watch.
-fn kueue_lease_watch(conn: &Connection, lease: &LeaseRef, stream: usize, log: &Log) -> BoxStream<'static, Update> {
+fn kueue_lease_watch(
+    conn: &Connection,
+    lease: &LeaseRef,
+    stream: usize,
+    (log, restarts): (&Log, reflector::Restarts),
+) -> BoxStream<'static, Update> {
     let lease_ref = lease.clone();
-    kueue_lease::kueue_lease(conn, lease, log)
+    kueue_lease::kueue_lease(conn, lease, log, restarts)
         .map(move |u| {
             let what = match u {
                 KueueLeaseUpdate::Lease(f) => What::Fact(Fact::KueueLease(f)),
@@ -130,17 +139,26 @@ fn scoped<K: kube::Resource<DynamicType = kube::api::ApiResource, Scope = kube::
     }
 }
 
+/// The restarts of the two Leases' watches, each asked by its instance of the heartbeat
+/// machine when its confirming read found the watch dead.
+pub struct Restarts {
+    pub dispatch: reflector::Restarts,
+    pub kueue: reflector::Restarts,
+}
+
 /// Every stream the gate follows, merged by the caller: the ClusterQueues (0), AdmissionChecks
 /// (1), Workloads (2) and LocalQueues (3) at `kueue`'s version, in `namespace` or all, then
 /// dispatch's Lease (4) and Kueue's manager's (5). `selector` (`-l`) narrows the Workloads.
+/// `restarts` start dispatch's Lease's watch and Kueue's manager's again when the live mode
+/// found one dead.
 pub fn streams(
     conn: &Connection,
     kueue: &KueueApi,
     settings: &GateSettings,
     all_states: bool,
-    namespace: Option<&str>,
-    selector: Option<&str>,
+    (namespace, selector): (Option<&str>, Option<&str>),
     log: &Log,
+    restarts: Restarts,
 ) -> Vec<BoxStream<'static, Update>> {
     let client = conn.client.clone();
     let cqs: Api<wire::WireClusterQueue> =
@@ -205,7 +223,7 @@ pub fn streams(
             |o| (key(o), wire::local_queue(o)),
             Fact::LocalQueue,
         ),
-        lease_watch(conn, &settings.lease, 4, log),
-        kueue_lease_watch(conn, &settings.kueue_lease, 5, log),
+        lease_watch(conn, &settings.lease, 4, (log, restarts.dispatch)),
+        kueue_lease_watch(conn, &settings.kueue_lease, 5, (log, restarts.kueue)),
     ]
 }

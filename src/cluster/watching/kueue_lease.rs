@@ -30,13 +30,15 @@ pub enum KueueLeaseUpdate {
 /// Follows Kueue's manager's Lease by name (`--kueue-lease`, else
 /// `kueue-system/c1f6bfd2.kueue.x-k8s.io`), polled with get when only get is allowed. It asks
 /// at once: a live mode calls it once the reads that decide were answered, so that a rejected
-/// credential is said once, by those, rather than raced by this stream.
+/// credential is said once, by those, rather than raced by this stream. `restarts` starts its
+/// watch again when the live mode's confirming read found it dead.
 pub fn kueue_lease(
     conn: &Connection,
     lease: &LeaseRef,
     log: &Log,
+    restarts: reflector::Restarts,
 ) -> impl Stream<Item = KueueLeaseUpdate> + Send + 'static {
-    reflector::lease(conn, lease, log).map(from_lease)
+    reflector::lease(conn, lease, log, restarts).map(from_lease)
 }
 
 /// One update of the Lease's stream as Kueue's.

@@ -4,6 +4,8 @@
 //! watch request read with a bound on its lines ([`bounded_watch`]).
 
 pub mod bounded_watch;
+pub mod confirm;
+pub mod event;
 pub mod kueue;
 pub mod kueue_lease;
 pub mod reflector;

@@ -13,26 +13,95 @@ use std::time::Duration;
 
 use futures::channel::mpsc::{UnboundedSender, unbounded};
 use futures::{Stream, StreamExt};
-use kube::api::{Api, ListParams, WatchEvent, WatchParams};
+use kube::api::{Api, ListParams, WatchParams};
 
-use super::bounded_watch;
+use super::bounded_watch::{self, Keep};
+use super::event::Change;
 use kube::core::Status;
 
 use crate::cluster::connecting::connect::Connection;
+use crate::cluster::connecting::deadline::RequestTimedOut;
 use crate::cluster::connecting::server_clock::ServerClock;
+use crate::cluster::reading::failure::{self, Cause};
 use crate::cluster::reading::pager::{Failed, Pager};
 use crate::cluster::reading::wire::{self, WireLease};
 use crate::core::lease::{LeaseFacts, LeaseRef};
-use crate::core::link::{LinkEvent, OnStatus, Refusal, on_status};
+use crate::core::link::{LinkEvent, OnStatus, Passed, Refusal, on_status};
 use crate::log::Log;
 
 /// The server ends each watch after this many seconds; it is renewed at once, silently.
 const WATCH_SECONDS: u32 = 290;
-/// A watch that lasted this long, or brought an event, was an answer: the backoff starts
-/// again from its first step. One that ended sooner with nothing is retried with the backoff.
-const WATCH_LIVED: Duration = Duration::from_secs(1);
+/// A watch that lasted this long was an answer: the backoff starts again from its first step.
+/// One that ended sooner (after one event or bookmark, or none, or with an `ERROR` event) is
+/// retried with the backoff, so a server that ends every watch at once is not asked in a
+/// tight loop.
+const WATCH_LIVED: Duration = Duration::from_secs(60);
+/// A second 401 within this long of the credential being fetched anew ends the stream (a
+/// success in between does not reset it: a server that accepts each watch and then sends a
+/// 401 in it would otherwise be asked again for ever).
+const REFRESH_WINDOW: Duration = Duration::from_secs(60);
 /// How often a forbidden list is tried again (RBAC may be granted meanwhile).
 const FORBIDDEN_RETRY: Duration = Duration::from_secs(5);
+/// A watch that brings no line (no event, no bookmark) for this long is presumed dead and
+/// started again on a new connection: kube-apiserver sends a bookmark about once a minute to
+/// a watch that asks for them, so a live one is never silent this long.
+pub const SILENT_WATCH: Duration = Duration::from_secs(75);
+/// The longest a live mode's watch waits for its response headers (without
+/// `--request-timeout`, which bounds them too): kubectl's dial bound.
+pub const HEADERS_BOUND: Duration = Duration::from_secs(30);
+
+/// Asks a followed stream to start its watch again from a new list ([`restart`]): its
+/// connection was found dead by a read on another.
+#[derive(Clone)]
+pub struct Restart(UnboundedSender<()>);
+
+/// The stream's end of [`Restart`].
+pub struct Restarts(futures::channel::mpsc::UnboundedReceiver<()>);
+
+impl Restart {
+    pub fn now(&self) {
+        let _ = self.0.unbounded_send(());
+    }
+}
+
+/// A [`Restart`] and the receiver a stream is given.
+pub fn restart() -> (Restart, Restarts) {
+    let (tx, rx) = unbounded();
+    (Restart(tx), Restarts(rx))
+}
+
+impl Restarts {
+    /// None that can come.
+    pub fn never() -> Restarts {
+        restart().1
+    }
+
+    /// Forgets the asks made before now (a watch that starts is new already).
+    fn clear(&mut self) {
+        while self.0.try_recv().is_ok() {}
+    }
+
+    /// Whether a restart was asked for and not yet taken (a test's look).
+    pub fn asked_now(&mut self) -> bool {
+        self.0.try_recv().is_ok()
+    }
+
+    /// Waits for the next ask (for ever once no [`Restart`] is left).
+    async fn asked(&mut self) {
+        if self.0.next().await.is_none() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+/// What a watch's wait for its next line came to.
+enum Next<T> {
+    Item(Option<T>),
+    /// Nothing for [`SILENT_WATCH`].
+    Silent,
+    /// A [`Restart`] was asked for.
+    Restart,
+}
 
 /// What a list (from its first page) and then a watch saw of the objects.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,10 +141,15 @@ pub enum LeaseUpdate {
     Polling { every: Duration, rule: String },
 }
 
-/// Doubling from 500 ms to at most 2 s between reconnects; reset by any answer. A restarted
-/// API server is found again within 2 s of being ready.
+/// The one retry policy of every live stream (list, watch, get and polling alike): after
+/// each failure, a wait doubling from 500 ms to at most 2 s, each stretched by a random
+/// quarter at most (jitter, so that many clients cut off together do not come back in step).
+/// Reset only by a watch that lasted ([`WATCH_LIVED`]) or a poll answered. A restarted API
+/// server is found again within 2.5 s of being ready.
 pub struct CappedBackoff {
     next: Duration,
+    jitter: std::collections::hash_map::RandomState,
+    tries: u64,
 }
 
 impl CappedBackoff {
@@ -83,11 +157,18 @@ impl CappedBackoff {
     const CAP: Duration = Duration::from_secs(2);
 
     pub fn new() -> Self {
-        CappedBackoff { next: Self::FIRST }
+        CappedBackoff { next: Self::FIRST, jitter: Default::default(), tries: 0 }
     }
 
     pub fn reset(&mut self) {
         self.next = Self::FIRST;
+    }
+
+    /// A fraction in [0, 1/4), random per backoff and try.
+    fn stretch(&mut self) -> f64 {
+        use std::hash::BuildHasher;
+        self.tries = self.tries.wrapping_add(1);
+        (self.jitter.hash_one(self.tries) % 1000) as f64 / 4000.0
     }
 }
 
@@ -101,9 +182,9 @@ impl Iterator for CappedBackoff {
     type Item = Duration;
 
     fn next(&mut self) -> Option<Duration> {
-        let now = self.next;
+        let step = self.next;
         self.next = (self.next * 2).min(Self::CAP);
-        Some(now)
+        Some(step.mul_f64(1.0 + self.stretch()))
     }
 }
 
@@ -133,42 +214,60 @@ pub struct StreamOrigin {
 
 /// Follows `api` (optionally narrowed by a field selector, and by a label selector: `-l`, the
 /// server filters) until the stream is dropped, or until the server refuses it for good
-/// ([`LinkEvent::Refused`], the last signal).
-pub fn follow<K>(
+/// ([`LinkEvent::Refused`], the last signal). Each object, of a list page, a watch event or a
+/// get, is handed on as what `keep` makes of it, read straight into that from its text.
+pub fn follow<K, T>(
     api: Api<K>,
-    fields: Option<String>,
-    labels: Option<String>,
-    forbidden: WhenForbidden<K>,
-    origin: StreamOrigin,
-) -> impl Stream<Item = Signal<K>> + Send + 'static
+    (fields, labels): (Option<String>, Option<String>),
+    (forbidden, origin): (WhenForbidden<K>, StreamOrigin),
+    restarts: Restarts,
+    keep: impl Fn(K) -> T + Send + Sync + 'static,
+) -> impl Stream<Item = Signal<T>> + Send + 'static
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    T: Send + 'static,
 {
+    let keep: Keep<K, T> = std::sync::Arc::new(keep);
     let (tx, rx) = unbounded();
     tokio::spawn(async move {
         // Ends when nobody listens any more (a send fails).
         let answered = AtomicBool::new(false);
-        let refreshed = AtomicBool::new(false);
+        let refreshed = std::sync::Mutex::new(None);
         let not_found = AtomicU32::new(0);
         let broken = AtomicBool::new(false);
-        let _ = Reflector { api, fields, labels, forbidden, origin, tx, answered, refreshed, not_found, broken }
-            .run()
-            .await;
+        let (fresh, silenced) = (false, None);
+        let flags = Flags { answered, refreshed, not_found, broken };
+        let reflector =
+            Reflector { api, keep, fields, labels, forbidden, origin, tx, flags, restarts, fresh, silenced };
+        let _ = reflector.run().await;
     });
     rx
 }
 
-struct Reflector<K> {
+struct Reflector<K, T> {
     api: Api<K>,
+    /// What is kept of each object.
+    keep: Keep<K, T>,
     fields: Option<String>,
     labels: Option<String>,
     forbidden: WhenForbidden<K>,
     origin: StreamOrigin,
-    tx: UnboundedSender<Signal<K>>,
+    tx: UnboundedSender<Signal<T>>,
+    flags: Flags,
+    restarts: Restarts,
+    /// The next watch goes on a new connection (the last one went silent).
+    fresh: bool,
+    /// The watch that went silent, and for how long: said only if starting it again fails.
+    silenced: Option<Duration>,
+}
+
+/// What the stream's requests so far came to.
+struct Flags {
     /// A list, watch or get of this stream succeeded.
     answered: AtomicBool,
-    /// The credential was fetched anew after a 401, and no answer has accepted it since.
-    refreshed: AtomicBool,
+    /// When the credential was last fetched anew after a 401: a second 401 within
+    /// [`REFRESH_WINDOW`] of it ends the stream, whatever succeeded in between.
+    refreshed: std::sync::Mutex<Option<tokio::time::Instant>>,
     /// 404s in a row since the last success.
     not_found: AtomicU32,
     /// A watch's stream could not be read (a line too long, or not an event): until a watch
@@ -198,11 +297,12 @@ enum Listed {
     Failed(kube::Error),
 }
 
-impl<K> Reflector<K>
+impl<K, T> Reflector<K, T>
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    T: Send + 'static,
 {
-    fn send(&self, s: Signal<K>) -> Result<(), Gone> {
+    fn send(&self, s: Signal<T>) -> Result<(), Gone> {
         self.tx.unbounded_send(s).map_err(|_| Gone)
     }
 
@@ -213,13 +313,18 @@ where
     /// A list, watch or get of this stream succeeded (a 403 is an answer too, but not this):
     /// also the moment to compare the clocks, from that response's `Date` header.
     fn succeeded(&self) -> Result<(), Gone> {
-        self.answered.store(true, Ordering::Relaxed);
-        self.refreshed.store(false, Ordering::Relaxed);
-        self.not_found.store(0, Ordering::Relaxed);
+        self.flags.answered.store(true, Ordering::Relaxed);
+        self.flags.not_found.store(0, Ordering::Relaxed);
         match self.origin.server_clock.latest() {
             Some((server, local)) => self.link(LinkEvent::Clock { server, local }),
             None => Ok(()),
         }
+    }
+
+    /// Whether the credential was fetched anew after a 401 within [`REFRESH_WINDOW`].
+    fn refreshed_lately(&self) -> bool {
+        let at = *self.flags.refreshed.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        at.is_some_and(|at| at.elapsed() < REFRESH_WINDOW)
     }
 
     /// Applies [`on_status`] to an error status. `Retry`: the caller goes its usual way.
@@ -228,18 +333,13 @@ where
     /// is sent and the stream stops (`Err(Gone)`).
     fn on_error_status(&self, status: Option<&Status>) -> Result<OnStatus, Gone> {
         let Some(s) = status else { return Ok(OnStatus::Retry) };
-        let answered = self.answered.load(Ordering::Relaxed);
-        if s.code != 401 && s.code < 500 {
-            // Authenticated (a 403 is decided after the credential was accepted): a later 401
-            // may refresh it again.
-            self.refreshed.store(false, Ordering::Relaxed);
-        }
+        let answered = self.flags.answered.load(Ordering::Relaxed);
+        let refreshed = self.refreshed_lately();
         let not_found = match s.code {
-            404 => self.not_found.fetch_add(1, Ordering::Relaxed) + 1,
+            404 => self.flags.not_found.fetch_add(1, Ordering::Relaxed) + 1,
             _ => 0,
         };
-        let history =
-            crate::core::link::History { answered, refreshed: self.refreshed.load(Ordering::Relaxed), not_found };
+        let history = crate::core::link::History { answered, refreshed, not_found };
         let decided = match on_status(s.code, history) {
             // A first forbidden list is the stream's own to handle where it has another way.
             OnStatus::End if s.code == 403 && !matches!(self.forbidden, WhenForbidden::End) => OnStatus::Retry,
@@ -248,8 +348,9 @@ where
         match decided {
             OnStatus::Retry => Ok(OnStatus::Retry),
             OnStatus::Refresh => {
-                self.refreshed.store(true, Ordering::Relaxed);
-                self.link(LinkEvent::Down(plain_status(s)))?;
+                *self.flags.refreshed.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+                    Some(tokio::time::Instant::now());
+                self.link(LinkEvent::Down(failure::plain_status(s)))?;
                 Ok(OnStatus::Refresh)
             }
             OnStatus::End => {
@@ -267,7 +368,7 @@ where
         }
     }
 
-    async fn run(self) -> Result<(), Gone> {
+    async fn run(mut self) -> Result<(), Gone> {
         let mut backoff = CappedBackoff::new();
         let mut version: Option<String> = None;
         loop {
@@ -292,9 +393,12 @@ where
         }
     }
 
-    /// One watch from `from`, until the server ends it or it fails: the version to watch from
-    /// next, or `None` to list again.
-    async fn watch(&self, from: String, backoff: &mut CappedBackoff) -> Result<Option<String>, Gone> {
+    /// Sends the watch request, on a new connection when the last watch went silent, waiting
+    /// at most [`HEADERS_BOUND`] for its answer to start.
+    async fn start_watch(
+        &mut self,
+        from: &str,
+    ) -> Result<impl Stream<Item = Result<Change<T>, kube::Error>> + Send + use<K, T>, kube::Error> {
         let params = WatchParams {
             field_selector: self.fields.clone(),
             label_selector: self.labels.clone(),
@@ -302,75 +406,130 @@ where
             bookmarks: true,
             ..WatchParams::default()
         };
-        let stream = match bounded_watch::watch(&self.api, &params, &from).await {
+        let fresh = std::mem::take(&mut self.fresh);
+        let started = bounded_watch::watch(&self.api, &params, (from, fresh), self.keep.clone());
+        match tokio::time::timeout(HEADERS_BOUND, started).await {
+            Ok(answer) => answer,
+            Err(_) => Err(kube::Error::Service(Box::new(RequestTimedOut(HEADERS_BOUND)))),
+        }
+    }
+
+    /// One watch from `from`, until the server ends it, it fails, it goes silent or a restart
+    /// is asked for: the version to watch from next, or `None` to list again.
+    async fn watch(&mut self, from: String, backoff: &mut CappedBackoff) -> Result<Option<String>, Gone> {
+        let stream = match self.start_watch(&from).await {
             Ok(s) => s,
             Err(e) => return self.not_watched(&e, from, backoff).await,
         };
+        self.restarts.clear();
         // Accepted: the connection is live, whether or not anything changes; after a stream
         // that could not be read, only once a line reads.
-        if !self.broken.load(Ordering::Relaxed) {
+        if !self.flags.broken.load(Ordering::Relaxed) {
+            self.silenced = None;
             self.succeeded()?;
             self.link(LinkEvent::Up)?;
         }
         let started = tokio::time::Instant::now();
         let mut stream = std::pin::pin!(stream);
         let mut at = from;
-        let mut delivered = false;
-        while let Some(item) = stream.next().await {
-            // A watch that lived or brought an event was no failure of the connection.
-            if matches!(item, Ok(ref e) if !matches!(e, WatchEvent::Error(_))) {
-                delivered = true;
-            }
-            if delivered || started.elapsed() >= WATCH_LIVED {
+        loop {
+            let next = tokio::select! {
+                item = tokio::time::timeout(SILENT_WATCH, stream.next()) => match item {
+                    Ok(item) => Next::Item(item),
+                    Err(_) => Next::Silent,
+                },
+                _ = self.restarts.asked() => Next::Restart,
+            };
+            let item = match next {
+                Next::Item(Some(item)) => item,
+                Next::Item(None) => break,
+                // Dead: on a new connection, from where it was; said only if that fails.
+                Next::Silent => {
+                    self.fresh = true;
+                    self.silenced = Some(SILENT_WATCH);
+                    return Ok(Some(at));
+                }
+                // Found dead by a read on another connection (the live mode said so): a new
+                // list, so that the rows go on from the Lease as it is now.
+                Next::Restart => return Ok(None),
+            };
+            // Only a watch that lasted starts the backoff again from its first step.
+            if started.elapsed() >= WATCH_LIVED {
                 backoff.reset();
             }
-            if item.is_ok() && self.broken.swap(false, Ordering::Relaxed) {
+            if item.is_ok() && self.flags.broken.swap(false, Ordering::Relaxed) {
                 self.succeeded()?;
                 self.link(LinkEvent::Up)?;
             }
             let e = match item {
-                Ok(WatchEvent::Added(o) | WatchEvent::Modified(o)) => {
-                    at = o.meta().resource_version.clone().unwrap_or(at);
-                    self.send(Signal::Seen(Seen::Applied(o)))?;
+                Ok(event) => match self.seen(event, &mut at)? {
+                    Some(e) => e,
+                    None => continue,
+                },
+                // One event that cannot be read is passed over (said once), as a list passes
+                // over an object it cannot read: the watch goes on.
+                Err(e) if bounded_watch::passed_over(&e) => {
+                    let text = bounded_watch::unreadable(&e).map(ToString::to_string).unwrap_or_default();
+                    self.link(LinkEvent::Passed(Passed::Unreadable, crate::text::sanitize::escape(&text)))?;
                     continue;
                 }
-                Ok(WatchEvent::Deleted(o)) => {
-                    at = o.meta().resource_version.clone().unwrap_or(at);
-                    self.send(Signal::Seen(Seen::Deleted(o)))?;
-                    continue;
-                }
-                Ok(WatchEvent::Bookmark(b)) => {
-                    at = b.metadata.resource_version;
-                    continue;
-                }
-                Ok(WatchEvent::Error(s)) => kube::Error::Api(s),
                 Err(e) => {
                     if bounded_watch::unreadable(&e).is_some() {
-                        self.broken.store(true, Ordering::Relaxed);
+                        self.flags.broken.store(true, Ordering::Relaxed);
                     }
                     e
                 }
             };
-            return match self.failed(&e, backoff).await? {
-                Failure::Expired => {
-                    self.expired(Some(&at), backoff).await?;
-                    Ok(None)
-                }
-                Failure::Forbidden => {
-                    // RBAC taken away mid-watch: retried as a failure, the list says the rest.
-                    self.link(LinkEvent::Down(plain_cause(&e)))?;
-                    tokio::time::sleep(backoff.next().unwrap_or_default()).await;
-                    Ok(Some(at))
-                }
-                Failure::Refreshed | Failure::Retried => Ok(Some(at)),
-            };
+            return self.watch_failed(&e, at, backoff).await;
         }
         // The server ended the watch (its timeout): renewed from where it was, at once; but a
-        // watch that ends as soon as it starts is retried with the backoff, not in a tight loop.
-        if !delivered && started.elapsed() < WATCH_LIVED {
+        // watch that ends sooner (after one event or bookmark, or none) is retried with the
+        // backoff, not in a tight loop.
+        if started.elapsed() < WATCH_LIVED {
             tokio::time::sleep(backoff.next().unwrap_or_default()).await;
         }
         Ok(Some(at))
+    }
+
+    /// An event of a watch, sent on; `at` moved to its version. An `ERROR` event is the
+    /// failure it carries.
+    fn seen(&self, event: Change<T>, at: &mut String) -> Result<Option<kube::Error>, Gone> {
+        match event {
+            Change::Applied { version, fact } => {
+                *at = version.unwrap_or(std::mem::take(at));
+                self.send(Signal::Seen(Seen::Applied(fact)))?;
+            }
+            Change::Deleted { version, fact } => {
+                *at = version.unwrap_or(std::mem::take(at));
+                self.send(Signal::Seen(Seen::Deleted(fact)))?;
+            }
+            Change::Bookmark(version) => *at = version,
+            Change::Error(s) => return Ok(Some(kube::Error::Api(s))),
+        }
+        Ok(None)
+    }
+
+    /// A watch that failed after it was accepted: the version to watch from next, or `None`
+    /// to list again.
+    async fn watch_failed(
+        &self,
+        e: &kube::Error,
+        at: String,
+        backoff: &mut CappedBackoff,
+    ) -> Result<Option<String>, Gone> {
+        match self.failed(e, backoff).await? {
+            Failure::Expired => {
+                self.expired(Some(&at), backoff).await?;
+                Ok(None)
+            }
+            Failure::Forbidden => {
+                // RBAC taken away mid-watch: retried as a failure, the list says the rest.
+                self.link(LinkEvent::Down(plain_cause(e)))?;
+                tokio::time::sleep(backoff.next().unwrap_or_default()).await;
+                Ok(Some(at))
+            }
+            Failure::Refreshed | Failure::Retried => Ok(Some(at)),
+        }
     }
 
     /// A watch that was not accepted: the version to watch from next, or `None` to list again.
@@ -442,7 +601,8 @@ where
             ..Default::default()
         };
         let what = objects(self.api.resource_url());
-        let mut pager = Pager::new(self.api.clone(), &what, params);
+        let keep = self.keep.clone();
+        let mut pager = Pager::keeping(self.api.clone(), &what, params, move |k| keep(k));
         let mut first = true;
         let mut version = String::new();
         loop {
@@ -482,9 +642,13 @@ where
         let mut said = false;
         let mut backoff = CappedBackoff::new();
         loop {
-            let got = match self.api.get_opt(name).await {
+            // A Lease's get is small: bounded like a watch's headers, as no live-mode request
+            // waits for an answer without a bound.
+            let answer = tokio::time::timeout(HEADERS_BOUND, self.api.get_opt(name)).await;
+            let answer = answer.unwrap_or_else(|_| Err(kube::Error::Service(Box::new(RequestTimedOut(HEADERS_BOUND)))));
+            let got = match answer {
                 Ok(o) => o,
-                Err(e) if code(&e) == Some(403) && !self.answered.load(Ordering::Relaxed) => {
+                Err(e) if code(&e) == Some(403) && !self.flags.answered.load(Ordering::Relaxed) => {
                     // Neither list, watch nor get: nothing to follow, as `kubectl get -w` ends.
                     let message = status(&e).map(|s| crate::error::first_line(&s.message)).unwrap_or_default();
                     let rule = self.origin.rule.clone();
@@ -497,8 +661,12 @@ where
                     return Ok(());
                 }
                 Err(e) => {
-                    // Refreshed, retried, or a 410 (no get answers one): asked again.
-                    self.failed(&e, &mut backoff).await?;
+                    // Refreshed, or retried after the backoff; a 410 (which no real get answers)
+                    // after the backoff too, never at once.
+                    if let Failure::Expired = self.failed(&e, &mut backoff).await? {
+                        self.link(LinkEvent::Down(plain_cause(&e)))?;
+                        tokio::time::sleep(backoff.next().unwrap_or_default()).await;
+                    }
                     continue;
                 }
             };
@@ -509,7 +677,7 @@ where
             if !std::mem::replace(&mut said, true) {
                 self.send(Signal::Polling(every))?;
             }
-            let page = got.into_iter().collect();
+            let page = got.into_iter().map(&*self.keep).collect();
             self.send(Signal::Seen(Seen::List))?;
             self.send(Signal::Seen(Seen::Page(page)))?;
             self.send(Signal::Seen(Seen::ListDone))?;
@@ -536,7 +704,15 @@ fn lease_cadence(l: Option<&WireLease>) -> Duration {
 
 /// Follows one Lease by name: a list and watch with `fieldSelector=metadata.name=...` (which
 /// a Role naming the Lease by `resourceNames` allows), or, when only get is allowed, polling.
-pub fn lease(conn: &Connection, lease: &LeaseRef, log: &Log) -> impl Stream<Item = LeaseUpdate> + Send + 'static {
+/// Every item and event is checked to be this Lease (namespace and name): a server that does
+/// not honour the field selector sends others, which are passed over (said once), and a
+/// `DELETED` of another object means nothing.
+pub fn lease(
+    conn: &Connection,
+    lease: &LeaseRef,
+    log: &Log,
+    restarts: Restarts,
+) -> impl Stream<Item = LeaseUpdate> + Send + 'static {
     let api: Api<WireLease> = Api::namespaced_with(conn.client.clone(), &lease.namespace, &wire::lease_resource());
     let fields = format!("metadata.name={}", lease.name);
     let watch_rule =
@@ -550,28 +726,67 @@ pub fn lease(conn: &Connection, lease: &LeaseRef, log: &Log) -> impl Stream<Item
         server_clock: conn.server_clock.clone(),
         log: log.clone(),
     };
-    let mut pending: Option<WireLease> = None;
-    follow(api, Some(fields), None, poll, origin).filter_map(move |signal| {
-        let update = match signal {
-            Signal::Seen(Seen::List) => {
-                pending = None;
-                None
+    let mut pending: Option<NamedLease> = None;
+    let this = lease.clone();
+    let signals = follow(api, (Some(fields), None), (poll, origin), restarts, |l: WireLease| NamedLease::from(&l));
+    signals.flat_map(move |signal| {
+        let mut out = Vec::new();
+        let ours = |l: &NamedLease, out: &mut Vec<LeaseUpdate>| {
+            let yes = is_this(&this, l);
+            if !yes {
+                out.push(LeaseUpdate::Link(LinkEvent::Passed(Passed::Foreign, foreign_line(&this, l))));
             }
+            yes
+        };
+        match signal {
+            Signal::Seen(Seen::List) => pending = None,
             Signal::Seen(Seen::Page(items)) => {
-                if let Some(l) = items.into_iter().next() {
+                if let Some(l) = items.into_iter().find(|l| ours(l, &mut out)) {
                     pending = Some(l);
                 }
-                None
             }
-            Signal::Seen(Seen::ListDone) => Some(LeaseUpdate::Lease(pending.take().as_ref().map(LeaseFacts::from))),
-            Signal::Seen(Seen::Applied(l)) => Some(LeaseUpdate::Lease(Some(LeaseFacts::from(&l)))),
-            Signal::Seen(Seen::Deleted(_)) => Some(LeaseUpdate::Lease(None)),
-            Signal::Link(e) => Some(LeaseUpdate::Link(e)),
-            Signal::Forbidden => Some(LeaseUpdate::Forbidden(forbidden_rule.clone())),
-            Signal::Polling(every) => Some(LeaseUpdate::Polling { every, rule: watch_rule.clone() }),
-        };
-        futures::future::ready(update)
+            Signal::Seen(Seen::ListDone) => out.push(LeaseUpdate::Lease(pending.take().map(|l| l.facts))),
+            Signal::Seen(Seen::Applied(l)) if ours(&l, &mut out) => out.push(LeaseUpdate::Lease(Some(l.facts))),
+            Signal::Seen(Seen::Deleted(l)) if ours(&l, &mut out) => out.push(LeaseUpdate::Lease(None)),
+            Signal::Seen(Seen::Applied(_) | Seen::Deleted(_)) => {}
+            Signal::Link(e) => out.push(LeaseUpdate::Link(e)),
+            Signal::Forbidden => out.push(LeaseUpdate::Forbidden(forbidden_rule.clone())),
+            Signal::Polling(every) => out.push(LeaseUpdate::Polling { every, rule: watch_rule.clone() }),
+        }
+        futures::stream::iter(out)
     })
+}
+
+/// A Lease as its follower keeps it: its name, to tell the Lease followed from others a
+/// server sends, and its facts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NamedLease {
+    namespace: Option<String>,
+    name: Option<String>,
+    facts: LeaseFacts,
+}
+
+impl From<&WireLease> for NamedLease {
+    fn from(l: &WireLease) -> Self {
+        let meta = &l.metadata;
+        NamedLease { namespace: meta.namespace.clone(), name: meta.name.clone(), facts: LeaseFacts::from(l) }
+    }
+}
+
+/// Whether `l` is the Lease followed (an object with no namespace or name is not).
+fn is_this(lease: &LeaseRef, l: &NamedLease) -> bool {
+    l.name.as_deref() == Some(lease.name.as_str()) && l.namespace.as_deref() == Some(lease.namespace.as_str())
+}
+
+/// Said once when the server sends a Lease the field selector did not ask for.
+fn foreign_line(lease: &LeaseRef, l: &NamedLease) -> String {
+    let other = format!("{}/{}", l.namespace.as_deref().unwrap_or(""), l.name.as_deref().unwrap_or(""));
+    format!(
+        "the API server does not honour the field selector metadata.name={}: it sent Lease {}, which is passed \
+         over (only {lease} is followed)",
+        lease.name,
+        crate::text::sanitize::escape(&other)
+    )
 }
 
 /// The error a live mode ends with when a stream was refused for good: the one the one-shot
@@ -643,96 +858,15 @@ fn expired_cause(version: Option<&str>) -> String {
     }
 }
 
-/// One plain line saying why a request failed, for `watch interrupted: ...`.
+/// One plain line saying why a request failed, for `watch interrupted: ...`: the one
+/// wording of a failed request ([`Cause`]).
 pub fn plain_cause(e: &kube::Error) -> String {
-    match e {
-        kube::Error::Api(s) => plain_status(s),
-        // Our own words, naming the limit and the path: said whole.
-        other if bounded_watch::unreadable(other).is_some() => {
-            bounded_watch::unreadable(other).map(ToString::to_string).unwrap_or_default()
-        }
-        other => plain_transport(&crate::cluster::reading::failure::chain_text(other)),
-    }
-}
-
-/// An error status the server sent.
-fn plain_status(s: &Status) -> String {
-    // The server's words reach a terminal in `watch interrupted: ...`: escaped.
-    let message = crate::text::sanitize::escape(&crate::error::first_line(&s.message));
-    match s.code {
-        401 => "the API server rejected the credentials (401 Unauthorized)".into(),
-        429 => format!("the API server asks to retry later (429: {message})"),
-        500..=599 => format!("the API server failed ({}: {message})", s.code),
-        code => format!("{message} ({code})"),
-    }
-}
-
-/// A failure below HTTP, from the text of its whole chain of causes, in plain words: the raw
-/// rustls or hyper text ("peer closed connection without sending TLS close_notify: https://...")
-/// reads as a bug to a user.
-pub fn plain_transport(chain: &str) -> String {
-    let lower = chain.to_lowercase();
-    let has = |words: &[&str]| words.iter().any(|w| lower.contains(w));
-    if has(&["connection refused"]) {
-        "the API server refuses connections (connection refused)".into()
-    } else if has(&[
-        "close_notify",
-        "unexpected eof",
-        "connection reset",
-        "broken pipe",
-        "connection closed",
-        "incomplete message",
-        "channel closed",
-    ]) {
-        "the API server closed the connection".into()
-    } else if has(&["timed out", "deadline has elapsed", "did not complete within"]) {
-        "the API server did not answer in time".into()
-    } else if has(&["no route to host", "network is unreachable", "host is unreachable"]) {
-        "the API server cannot be reached (no route)".into()
-    } else if has(&["dns error", "failed to lookup", "name or service not known"]) {
-        "the API server's name does not resolve".into()
-    } else {
-        let last = chain.rsplit(": ").next().unwrap_or(chain);
-        crate::error::first_line(last)
-    }
+    Cause::of(e).plain()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn transport_failures_in_plain_words() {
-        assert_eq!(
-            plain_transport(
-                "error reading a body from connection: peer closed connection without sending TLS close_notify: \
-                 https://docs.rs/rustls/latest/rustls/manual/_03_howto/index.html#unexpected-eof"
-            ),
-            "the API server closed the connection"
-        );
-        assert_eq!(
-            plain_transport("client error (Connect): tcp connect error: Connection refused (os error 111)"),
-            "the API server refuses connections (connection refused)"
-        );
-        assert_eq!(
-            plain_transport("request: the request did not complete within 30s"),
-            "the API server did not answer in time"
-        );
-        assert_eq!(plain_transport("something: odd thing happened"), "odd thing happened");
-    }
-
-    #[test]
-    fn a_servers_words_in_an_interruption_are_escaped() {
-        let status = |code: u16, message: &str| Status { code, message: message.into(), ..Status::default() };
-        assert_eq!(
-            plain_status(&status(503, "down \u{1b}]0;owned\u{7}\u{1b}[2J for now\nsecond line")),
-            "the API server failed (503: down \\u{1b}]0;owned\\u{7}\\u{1b}[2J for now)"
-        );
-        assert_eq!(
-            plain_status(&status(401, "\u{1b}[31m")),
-            "the API server rejected the credentials (401 Unauthorized)"
-        );
-    }
 
     #[test]
     fn a_polled_lease_is_read_at_a_fifth_of_its_duration_between_1_and_5_seconds() {
@@ -774,11 +908,15 @@ mod tests {
     }
 
     #[test]
-    fn backoff_doubles_to_its_cap_and_resets() {
+    fn backoff_doubles_to_its_cap_with_jitter_and_resets() {
         let mut b = CappedBackoff::new();
-        let first: Vec<u64> = (0..4).map(|_| b.next().unwrap().as_millis() as u64).collect();
-        assert_eq!(first, [500, 1000, 2000, 2000]);
+        let first: Vec<Duration> = (0..5).map(|_| b.next().unwrap()).collect();
+        for (got, step) in first.iter().zip([500u64, 1000, 2000, 2000, 2000]) {
+            let step = Duration::from_millis(step);
+            assert!(*got >= step && *got < step.mul_f64(1.25), "{got:?} for a step of {step:?}");
+        }
         b.reset();
-        assert_eq!(b.next(), Some(Duration::from_millis(500)));
+        let again = b.next().unwrap();
+        assert!(again >= Duration::from_millis(500) && again < Duration::from_millis(625), "{again:?}");
     }
 }

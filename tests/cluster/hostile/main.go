@@ -61,6 +61,10 @@ const usage = `usage:
                        every time
         gone-list      a Lease GET as a real server answers it; every list of Leases and
                        every watch 410 Gone, a Status Expired "too old resource version"
+        tiny-items, heavy-page, light-pages, endless-items, flood-list,
+                       gzip-list
+                       a small Kueue API whose Workload list is one hostile page
+                       (heavy.go says what each holds)
       Appends one JSON line per request to FILE: {"method","uri","host","headers"} (header
       names in canonical form, values as received). Prints one line "listening on
       127.0.0.1:PORT" once ready. Serves until SIGTERM/SIGINT or until its standard input is

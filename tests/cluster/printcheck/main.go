@@ -7,7 +7,8 @@
 //	parse: MESSAGE      the template (or spec) does not parse
 //	execute: MESSAGE    it parses, but evaluating it on the document fails
 //
-// MESSAGE is client-go's own error text (for jsonpath: util/jsonpath's, without kubectl's
+// A document with an "items" array is a list, printed as kubectl prints a list it read (custom
+// columns: a row per item, aligned together). MESSAGE is client-go's own error text (for jsonpath: util/jsonpath's, without kubectl's
 // debugging dump; for custom-columns: kubectl's CustomColumnsPrinter's).
 //
 // Usage: printcheck -o jsonpath=TEMPLATE|jsonpath-file=FILE|custom-columns=SPEC|custom-columns-file=FILE
@@ -30,6 +31,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/util/jsonpath"
@@ -94,13 +96,34 @@ func main() {
 		if err != nil {
 			fail("parse", err)
 		}
-		if err := p.PrintObj(&unstructured.Unstructured{Object: doc}, &out); err != nil {
+		if err := p.PrintObj(object(doc), &out); err != nil {
 			fail("execute", err)
 		}
 	default:
 		fail("usage", fmt.Errorf("unknown output format %q", format))
 	}
 	os.Stdout.Write(out.Bytes())
+}
+
+// object is the document as kubectl holds what it read: a list (a document with an "items"
+// array, as `kubectl get` lists objects) as an UnstructuredList, whose items the custom-columns
+// printer prints a row each through its one tab writer; anything else as one object.
+func object(doc map[string]interface{}) runtime.Object {
+	items, ok := doc["items"].([]interface{})
+	if !ok {
+		return &unstructured.Unstructured{Object: doc}
+	}
+	list := &unstructured.UnstructuredList{Object: map[string]interface{}{}}
+	for k, v := range doc {
+		if k != "items" {
+			list.Object[k] = v
+		}
+	}
+	for _, item := range items {
+		m, _ := item.(map[string]interface{})
+		list.Items = append(list.Items, unstructured.Unstructured{Object: m})
+	}
+	return list
 }
 
 // humanDurations prints HumanDuration of each whitespace-separated count of nanoseconds.
