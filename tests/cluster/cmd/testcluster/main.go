@@ -5,6 +5,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -179,15 +180,7 @@ func interrupted(dir string, sig os.Signal) int {
 func bringUp(cfg config, owner int, sigc chan os.Signal, failCode int) int {
 	t0 := time.Now()
 	errc := make(chan error, 1)
-	go func() {
-		if owner > 0 {
-			if err := spawnReaper(cfg.dir, owner); err != nil {
-				errc <- err
-				return
-			}
-		}
-		errc <- startCluster(cfg)
-	}()
+	go func() { errc <- startOnFreePorts(cfg, owner) }()
 	select {
 	case sig := <-sigc:
 		return interrupted(cfg.dir, sig)
@@ -208,6 +201,45 @@ func bringUp(cfg config, owner int, sigc chan os.Signal, failCode int) int {
 	}
 	fmt.Fprintf(os.Stderr, "testcluster: ready in %.1fs (kueue %s%s, state %s)\n", time.Since(t0).Seconds(), cfg.kueue, manager, cfg.dir)
 	return 0
+}
+
+// startOnFreePorts starts the reaper (owner > 0) and the cluster, and starts both again from
+// an empty folder, on newly chosen ports, when a server of the cluster found its port taken:
+// freePorts sees a port free, and the server binds it a moment later, when a cluster starting
+// beside this one (the test suite starts several at once) may have taken it. Two more tries.
+func startOnFreePorts(cfg config, owner int) error {
+	for attempt := 1; ; attempt++ {
+		err := startReaperAndCluster(cfg, owner)
+		if err == nil || attempt == 3 || !portTaken(cfg.dir) {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "testcluster: a port was taken between its choice and its bind (%v); starting again on other ports\n", err)
+		if err := stopAndRemove(cfg.dir); err != nil {
+			return err
+		}
+		if err := prepareDir(cfg.dir); err != nil {
+			return err
+		}
+	}
+}
+
+func startReaperAndCluster(cfg config, owner int) error {
+	if owner > 0 {
+		if err := spawnReaper(cfg.dir, owner); err != nil {
+			return err
+		}
+	}
+	return startCluster(cfg)
+}
+
+// portTaken tells whether a server of the cluster in DIR logged that its address was in use.
+func portTaken(dir string) bool {
+	for _, name := range []string{etcdName, apiserverName, kueueManagerName} {
+		if b, err := os.ReadFile(filepath.Join(dir, name+".log")); err == nil && bytes.Contains(b, []byte("address already in use")) {
+			return true
+		}
+	}
+	return false
 }
 
 // kueueOptions are the Kueue flags of start and run.

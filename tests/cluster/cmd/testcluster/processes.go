@@ -218,6 +218,12 @@ func stopProcs(pids []int) []int {
 // folder that testcluster did not create.
 func teardown(dir string) error {
 	cancelShutdown()
+	return stopAndRemove(dir)
+}
+
+// stopAndRemove is teardown without cancelling this process's helper commands: it stops
+// every process recorded in DIR and removes DIR, so that a start can be tried again there.
+func stopAndRemove(dir string) error {
 	if !exists(dir) {
 		return nil
 	}
