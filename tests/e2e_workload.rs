@@ -996,4 +996,63 @@ fn v0_19_reasons_through_kueues_manager_v0_19_2() {
         c.dispatch(&["workload", &gated, "-n", ns, "-o", "json"]).json()["admissionGatedBy"],
         "example.com/hold"
     );
+
+    // A LocalQueue on hold (spec.stopPolicy: Hold): Kueue admits nothing from it (Suspended),
+    // and Next: names both queues.
+    k.apply(&k.local_queue(ns, "q-held", "team-a").replace("spec:\n", "spec:\n  stopPolicy: Hold\n"));
+    k.apply(&k.job(ns, "job-held", "q-held"));
+    let held = k.workload_of(ns, "job-held");
+    let q = quota_said(&held, "Suspended");
+    let run = c.dispatch(&["workload", &held, "-n", ns, "-o", "json"]);
+    run.expect_code(3);
+    assert_eq!(run.json()["stage"], "suspended", "{}", run.stdout);
+    assert_eq!(
+        run.json()["summary"],
+        format!(
+            "held: Kueue admits nothing from LocalQueue q-held or ClusterQueue team-a now: one of them is stopped (spec.stopPolicy) or inactive (Kueue: Suspended: {})",
+            q["message"].as_str().unwrap()
+        )
+        .as_str()
+    );
+    let run = c.dispatch(&["workload", &held, "-n", ns]);
+    run.expect_code(3);
+    assert!(
+        run.stdout
+            .ends_with("Next:\n  kubectl describe localqueue q-held -n ml\n  kubectl describe clusterqueue team-a\n"),
+        "{}",
+        run.stdout
+    );
+
+    // No ResourceFlavor of the ClusterQueue matches the Job's node selector.
+    k.apply(&format!(
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: pool-a\nspec:\n  nodeLabels:\n    pool: a\n---\n{}{}",
+        k.cluster_queue("team-pool", "pool-a", &[]),
+        k.local_queue(ns, "q-pool", "team-pool")
+    ));
+    k.apply(
+        &k.job(ns, "job-pool-b", "q-pool").replace(
+            "      restartPolicy: Never\n",
+            "      restartPolicy: Never\n      nodeSelector:\n        pool: b\n",
+        ),
+    );
+    let pool_b = k.workload_of(ns, "job-pool-b");
+    let q = quota_said(&pool_b, "NoMatchingFlavor");
+    let run = c.dispatch(&["workload", &pool_b, "-n", ns, "-o", "json"]);
+    run.expect_code(3);
+    assert_eq!(run.json()["stage"], "noMatchingFlavor", "{}", run.stdout);
+    assert_eq!(
+        run.json()["summary"],
+        format!(
+            "cannot be admitted until a ResourceFlavor of ClusterQueue team-pool matches it: none fits its node selector, affinity or tolerations (Kueue: NoMatchingFlavor: {})",
+            q["message"].as_str().unwrap()
+        )
+        .as_str()
+    );
+    let run = c.dispatch(&["workload", &pool_b, "-n", ns]);
+    assert!(
+        run.stdout
+            .ends_with("Next:\n  kubectl describe clusterqueue team-pool\n  kubectl get resourceflavors -o yaml\n"),
+        "{}",
+        run.stdout
+    );
 }

@@ -144,11 +144,31 @@ pub enum Stage {
     ExceedsMaxQuota,
     /// Kueue says something about its queues is wrong (`Misconfigured`).
     Misconfigured,
+    /// Kueue says no ResourceFlavor of its ClusterQueue matches it (`NoMatchingFlavor`).
+    NoMatchingFlavor,
+    /// Kueue says its topology request does not fit the nodes now (`TopologyPlacementFailed`).
+    TopologyPlacementFailed,
+    /// Kueue waits for the Workloads it preempted to release their quota
+    /// (`WaitingForPreemptedWorkloads`).
+    WaitingForPreemptedWorkloads,
+    /// Its LocalQueue or ClusterQueue is stopped (`Suspended`).
+    Suspended,
+    /// Kueue's scheduler has yet to try it (`PendingEvaluation`).
+    PendingEvaluation,
+    /// Kueue waits for earlier Workloads' pods to be ready (`WaitingForPodsReady`).
+    WaitingForPodsReady,
+    /// Its quota was released on purpose and Kueue does not requeue it (`OnHold`).
+    OnHold,
+    /// Kueue gives a reason this plugin does not know: quoted, not guessed at.
+    QuotaNotReserved,
     Rejected,
     Retry,
     WaitingAtDispatch,
     WaitingAtCheck,
     WaitingForAdmission,
+    /// Quota reserved, every check Ready, and Kueue waits for its delayed topology requests
+    /// (`Admitted=False` with `PendingDelayedTopologyRequests`).
+    WaitingForTopology,
 }
 
 impl Stage {
@@ -163,11 +183,20 @@ impl Stage {
             Stage::AdmissionGated => "admissionGated",
             Stage::ExceedsMaxQuota => "exceedsMaxQuota",
             Stage::Misconfigured => "misconfigured",
+            Stage::NoMatchingFlavor => "noMatchingFlavor",
+            Stage::TopologyPlacementFailed => "topologyPlacementFailed",
+            Stage::WaitingForPreemptedWorkloads => "waitingForPreemptedWorkloads",
+            Stage::Suspended => "suspended",
+            Stage::PendingEvaluation => "pendingEvaluation",
+            Stage::WaitingForPodsReady => "waitingForPodsReady",
+            Stage::OnHold => "onHold",
+            Stage::QuotaNotReserved => "quotaNotReserved",
             Stage::Rejected => "rejected",
             Stage::Retry => "retry",
             Stage::WaitingAtDispatch => "waitingAtDispatch",
             Stage::WaitingAtCheck => "waitingAtCheck",
             Stage::WaitingForAdmission => "waitingForAdmission",
+            Stage::WaitingForTopology => "waitingForTopology",
         }
     }
 
@@ -283,6 +312,31 @@ pub fn explain(settings: &GateSettings, input: &WorkloadInput, now: Timestamp) -
     e
 }
 
+/// The commands that show what holds it, for `Next:`, where Kueue's queues hold it: its
+/// ClusterQueue inactive, stopped, with no flavor that fits, or too small ever to fit it, the
+/// queue to describe (and the LocalQueue, which may be the stopped one; the flavors, one of
+/// which should match). Empty once it is through, or when the queues are not what holds it.
+pub fn next_commands(e: &Explanation) -> Vec<String> {
+    if e.stage.is_through() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    if e.stage == Stage::Suspended
+        && let Some(lq) = &e.local_queue
+    {
+        out.push(format!("kubectl describe localqueue {lq} -n {}", e.namespace));
+    }
+    let queue_holds = e.cluster_queue_inactive.is_some()
+        || matches!(e.stage, Stage::Suspended | Stage::NoMatchingFlavor | Stage::ExceedsMaxQuota);
+    if queue_holds && let Some(cq) = &e.cluster_queue {
+        out.push(format!("kubectl describe clusterqueue {cq}"));
+    }
+    if e.stage == Stage::NoMatchingFlavor {
+        out.push("kubectl get resourceflavors -o yaml".into());
+    }
+    out
+}
+
 /// Kueue's Active condition on ClusterQueue `cq`, when Kueue reports it inactive.
 fn queue_inactive(gate: &GateFacts, cq: Option<&str>) -> Option<Condition> {
     let queue = gate.cluster_queues.found()?.iter().find(|q| Some(q.name.as_str()) == cq)?;
@@ -295,7 +349,17 @@ fn queue_inactive(gate: &GateFacts, cq: Option<&str>) -> Option<Condition> {
 fn with_kueues_clauses(e: &Explanation, stage: Stage, mut summary: String) -> String {
     let waits = matches!(
         stage,
-        Stage::WaitingForQuota | Stage::WaitingAtDispatch | Stage::WaitingAtCheck | Stage::WaitingForAdmission
+        Stage::WaitingForQuota
+            | Stage::TopologyPlacementFailed
+            | Stage::WaitingForPreemptedWorkloads
+            | Stage::Suspended
+            | Stage::PendingEvaluation
+            | Stage::WaitingForPodsReady
+            | Stage::QuotaNotReserved
+            | Stage::WaitingAtDispatch
+            | Stage::WaitingAtCheck
+            | Stage::WaitingForAdmission
+            | Stage::WaitingForTopology
     );
     if !waits {
         return summary;
@@ -392,25 +456,59 @@ fn without_quota(e: &Explanation, lq: &str, local_queue: &Fetched<LocalQueue>) -
         _ => String::new(),
     };
     let at = if e.checks.iter().any(|c| c.dispatch) { ", not yet at dispatch's check" } else { "" };
-    // Kueue v0.19's reasons (gate UnadmittedWorkloadsObservability); older lines say
-    // Pending and keep the sentence below.
-    let quota = cond("QuotaReserved").filter(|c| !c.is_true());
-    match quota.and_then(|c| c.reason.as_deref()) {
-        Some("ExceedsMaxQuota") => {
-            let cq =
-                e.cluster_queue.as_deref().map(|cq| format!("ClusterQueue {cq}")).unwrap_or("its ClusterQueue".into());
-            return (
-                Stage::ExceedsMaxQuota,
-                format!("can never be admitted here: it asks for more than {cq} could ever give{}", kueue_says(quota)),
-            );
-        }
-        Some("Misconfigured") => {
-            let what = quota.and_then(|c| c.message.as_deref()).filter(|m| !m.is_empty()).unwrap_or("no message");
-            return (Stage::Misconfigured, format!("cannot be admitted until Kueue's queues are fixed: {what}"));
-        }
-        _ => {}
+    if let Some(said) = cond("QuotaReserved").filter(|c| !c.is_true()).and_then(|c| kueues_reason(e, lq, c)) {
+        return said;
     }
     (Stage::WaitingForQuota, format!("waits for quota{place}{at}{}{evicted}", kueue_says(cond("QuotaReserved"))))
+}
+
+/// Kueue's reason on `QuotaReserved=False`, each in its own sentence: Kueue v0.19's reasons
+/// (its feature gate UnadmittedWorkloadsObservability; apis/kueue/v1beta2/workload_types.go)
+/// and `OnHold`. A reason this plugin does not know is quoted as Kueue's, with no guess at
+/// what it means. `None` for what means "waits for quota": `WaitingForQuota`, the older
+/// lines' `Pending` and `Inadmissible`, and no reason.
+fn kueues_reason(e: &Explanation, lq: &str, quota: &Condition) -> Option<(Stage, String)> {
+    let cq = e.cluster_queue.as_deref().map(|cq| format!("ClusterQueue {cq}")).unwrap_or("its ClusterQueue".into());
+    let (stage, sentence) = match quota.reason.as_deref().filter(|r| !r.is_empty())? {
+        "WaitingForQuota" | "Pending" | "Inadmissible" => return None,
+        "Misconfigured" => {
+            let what = quota.message.as_deref().filter(|m| !m.is_empty()).unwrap_or("no message");
+            return Some((Stage::Misconfigured, format!("cannot be admitted until Kueue's queues are fixed: {what}")));
+        }
+        "ExceedsMaxQuota" => {
+            (Stage::ExceedsMaxQuota, format!("can never be admitted here: it asks for more than {cq} could ever give"))
+        }
+        "NoMatchingFlavor" => (
+            Stage::NoMatchingFlavor,
+            format!(
+                "cannot be admitted until a ResourceFlavor of {cq} matches it: none fits its node selector, affinity or tolerations"
+            ),
+        ),
+        "TopologyPlacementFailed" => (
+            Stage::TopologyPlacementFailed,
+            "waits for room in the topology: its topology request does not fit the nodes as they are used now".into(),
+        ),
+        "WaitingForPreemptedWorkloads" => (
+            Stage::WaitingForPreemptedWorkloads,
+            "waits for the Workloads preempted to make room for it to release their quota".into(),
+        ),
+        "Suspended" => (
+            Stage::Suspended,
+            format!(
+                "held: Kueue admits nothing from LocalQueue {lq} or {cq} now: one of them is stopped (spec.stopPolicy) or inactive"
+            ),
+        ),
+        "PendingEvaluation" => {
+            (Stage::PendingEvaluation, "not yet evaluated: Kueue's scheduler has yet to try to fit it".into())
+        }
+        "WaitingForPodsReady" => (
+            Stage::WaitingForPodsReady,
+            "waits for the Workloads admitted before it to have their pods ready (Kueue's waitForPodsReady)".into(),
+        ),
+        "OnHold" => (Stage::OnHold, "on hold: its quota was released on purpose, and Kueue does not requeue it".into()),
+        _ => (Stage::QuotaNotReserved, "has not reserved quota".into()),
+    };
+    Some((stage, format!("{sentence}{}", kueue_says(Some(quota)))))
 }
 
 /// Quota is reserved: the checks decide.
@@ -440,9 +538,19 @@ fn at_the_checks(e: &Explanation) -> (Stage, String) {
             if c.detail.message.is_empty() { String::new() } else { format!(": {}", quoted(&c.detail.message)) };
         return (Stage::WaitingAtCheck, format!("waits at check {}{whose}, Pending{message}", c.detail.name));
     }
+    let admitted = cond("Admitted");
+    if admitted.and_then(|c| c.reason.as_deref()) == Some("PendingDelayedTopologyRequests") {
+        return (
+            Stage::WaitingForTopology,
+            format!(
+                "quota reserved and every check Ready; waits for Kueue to place its delayed topology requests{}",
+                kueue_says(admitted)
+            ),
+        );
+    }
     (
         Stage::WaitingForAdmission,
-        format!("quota reserved and every check Ready; waits for Kueue to admit it{}", kueue_says(cond("Admitted"))),
+        format!("quota reserved and every check Ready; waits for Kueue to admit it{}", kueue_says(admitted)),
     )
 }
 
@@ -664,6 +772,103 @@ mod tests {
             e.summary,
             "held back by example.com/gate-a, example.com/gate-b (annotation kueue.x-k8s.io/admission-gated-by): it has not asked for quota yet"
         );
+    }
+
+    /// Every reason of Kueue v0.19.2's QuotaReserved=False in its own sentence, with Kueue's
+    /// words after it; one this plugin does not know quoted, with no guess; the older lines'
+    /// Pending still "waits for quota".
+    #[test]
+    fn each_of_kueues_reasons_in_its_own_words() {
+        let with_quota = |reason: &str| WorkloadFacts {
+            conditions: BTreeMap::from([("QuotaReserved".into(), cond("False", reason, "Kueue's words"))]),
+            ..pending_quota()
+        };
+        let cases = [
+            (
+                "NoMatchingFlavor",
+                Stage::NoMatchingFlavor,
+                "cannot be admitted until a ResourceFlavor of ClusterQueue team-a matches it: none fits its node selector, affinity or tolerations",
+            ),
+            (
+                "TopologyPlacementFailed",
+                Stage::TopologyPlacementFailed,
+                "waits for room in the topology: its topology request does not fit the nodes as they are used now",
+            ),
+            (
+                "WaitingForPreemptedWorkloads",
+                Stage::WaitingForPreemptedWorkloads,
+                "waits for the Workloads preempted to make room for it to release their quota",
+            ),
+            (
+                "Suspended",
+                Stage::Suspended,
+                "held: Kueue admits nothing from LocalQueue q or ClusterQueue team-a now: one of them is stopped (spec.stopPolicy) or inactive",
+            ),
+            (
+                "PendingEvaluation",
+                Stage::PendingEvaluation,
+                "not yet evaluated: Kueue's scheduler has yet to try to fit it",
+            ),
+            (
+                "WaitingForPodsReady",
+                Stage::WaitingForPodsReady,
+                "waits for the Workloads admitted before it to have their pods ready (Kueue's waitForPodsReady)",
+            ),
+            ("OnHold", Stage::OnHold, "on hold: its quota was released on purpose, and Kueue does not requeue it"),
+            ("DRAResourcesUnresolved", Stage::QuotaNotReserved, "has not reserved quota"),
+        ];
+        for (reason, stage, sentence) in cases {
+            let e = explain_at(with_quota(reason), facts(2), Position::NotServed);
+            assert_eq!(e.stage, stage, "{reason}");
+            assert_eq!(e.summary, format!("{sentence} (Kueue: {reason}: Kueue's words)"), "{reason}");
+        }
+        for reason in ["WaitingForQuota", "Pending", "Inadmissible"] {
+            let e = explain_at(with_quota(reason), facts(2), Position::NotServed);
+            assert_eq!(e.stage, Stage::WaitingForQuota, "{reason}");
+            assert_eq!(
+                e.summary,
+                format!("waits for quota, not yet at dispatch's check (Kueue: {reason}: Kueue's words)"),
+                "{reason}"
+            );
+        }
+        // Kueue's manager down is said where the Workload waits for Kueue, not where it never fits.
+        let e = explain_with_kueue(with_quota("PendingEvaluation"), kueue_lease(100));
+        assert!(e.summary.contains("; Kueue's manager is down ("), "{}", e.summary);
+        let e = explain_with_kueue(with_quota("ExceedsMaxQuota"), kueue_lease(100));
+        assert!(!e.summary.contains("Kueue's manager"), "{}", e.summary);
+    }
+
+    #[test]
+    fn delayed_topology_requests_are_what_admission_waits_for() {
+        let mut w = reserved(vec![check("dispatch", "Ready", "")]);
+        w.conditions.insert(
+            "Admitted".into(),
+            cond("False", "PendingDelayedTopologyRequests", "There are pending delayed topology requests"),
+        );
+        let e = explain_at(w, facts(2), Position::NotServed);
+        assert_eq!(e.stage, Stage::WaitingForTopology);
+        assert_eq!(
+            e.summary,
+            "quota reserved and every check Ready; waits for Kueue to place its delayed topology requests (Kueue: PendingDelayedTopologyRequests: There are pending delayed topology requests)"
+        );
+    }
+
+    /// Next: names the queue where Kueue's queues hold the Workload, and nothing elsewhere.
+    #[test]
+    fn next_names_the_queue_that_holds_it() {
+        let with_quota = |reason: &str| WorkloadFacts {
+            conditions: BTreeMap::from([("QuotaReserved".into(), cond("False", reason, ""))]),
+            ..pending_quota()
+        };
+        let next = |reason: &str| next_commands(&explain_at(with_quota(reason), facts(2), Position::NotServed));
+        assert_eq!(next("Suspended"), ["kubectl describe localqueue q -n ml", "kubectl describe clusterqueue team-a"]);
+        assert_eq!(
+            next("NoMatchingFlavor"),
+            ["kubectl describe clusterqueue team-a", "kubectl get resourceflavors -o yaml"]
+        );
+        assert_eq!(next("ExceedsMaxQuota"), ["kubectl describe clusterqueue team-a"]);
+        assert!(next("WaitingForQuota").is_empty());
+        assert!(next("PendingEvaluation").is_empty());
     }
 
     #[test]

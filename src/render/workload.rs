@@ -120,7 +120,7 @@ fn text(run: &WorkloadRun, output: Output, style: Style, lines: &mut Lines<'_>) 
 
 /// The end of the view: Kueue's own heartbeat as context (when no manager is shown to lead:
 /// said while the Workload waits, whenever a manager is down, or in -o wide), the sentence,
-/// and where to look when Kueue itself admits nothing on its ClusterQueue.
+/// and where to look when Kueue's queues hold it (`core::workload::next_commands`).
 fn closing(e: &crate::core::workload::Explanation, wide: bool, lines: &mut Lines<'_>) -> io::Result<()> {
     let said = e.kueue_lease.as_ref().filter(|k| wide || crate::core::kueue_lease::is_down(k) || !e.stage.is_through());
     if let Some(note) = said.and_then(crate::core::kueue_lease::note) {
@@ -129,13 +129,13 @@ fn closing(e: &crate::core::workload::Explanation, wide: bool, lines: &mut Lines
     }
     writeln!(lines.note())?;
     writeln!(lines.note(), "Workload {}/{}: {}", escape(&e.namespace), escape(&e.name), escape(&e.summary))?;
-    // Kueue itself admits nothing on its ClusterQueue: where to look.
-    if e.cluster_queue_inactive.is_some()
-        && !e.stage.is_through()
-        && let Some(cq) = &e.cluster_queue
-    {
+    // Kueue's queues hold it: where to look.
+    let next = crate::core::workload::next_commands(e);
+    if !next.is_empty() {
         writeln!(lines.note(), "Next:")?;
-        writeln!(lines.note(), "  kubectl describe clusterqueue {}", escape(cq))?;
+        for command in next {
+            writeln!(lines.note(), "  {}", escape(&command))?;
+        }
     }
     Ok(())
 }

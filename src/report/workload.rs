@@ -28,9 +28,7 @@ pub struct WorkloadDocument {
     pub evaluated_at: String,
     pub namespace: String,
     pub name: String,
-    /// Where it is, in one word: admitted, finished, deactivated, noQueue, queueMissing,
-    /// waitingForQuota, admissionGated, exceedsMaxQuota, misconfigured, rejected, retry,
-    /// waitingAtDispatch, waitingAtCheck, waitingForAdmission.
+    /// Where it is, in one word: `core::workload::Stage::id` (docs/output.md lists them).
     pub stage: &'static str,
     /// The closing sentence: where it is stuck and why.
     pub summary: String,
