@@ -920,8 +920,10 @@ fn multikueue_placement_in_the_table_and_json() {
 /// Kueue v0.19's reasons on a waiting Workload, from its real manager with
 /// UnadmittedWorkloadsObservability on (Beta, off by default in v0.19): a Job that asks for
 /// more than the ClusterQueue could ever give (ExceedsMaxQuota), one on a ClusterQueue whose
-/// namespaceSelector leaves its namespace out (Misconfigured), and one held back by
-/// `kueue.x-k8s.io/admission-gated-by`. Each sentence is built from what Kueue wrote.
+/// namespaceSelector leaves its namespace out (Misconfigured), one held back by
+/// `kueue.x-k8s.io/admission-gated-by`, one on a LocalQueue on hold (Suspended), and one whose
+/// node selector no ResourceFlavor matches (NoMatchingFlavor). Each sentence is built from what
+/// Kueue wrote, and Next: names the queue to describe.
 #[test]
 fn v0_19_reasons_through_kueues_manager_v0_19_2() {
     let k = Kueue::start_and("v0.19.2", &["--kueue-feature-gates", "UnadmittedWorkloadsObservability=true"]);
@@ -941,34 +943,44 @@ fn v0_19_reasons_through_kueues_manager_v0_19_2() {
             if q["status"] == "False" && q["reason"] == reason { Ok(q) } else { Err(w["status"].to_string()) }
         })
     };
+    let message = |q: &serde_json::Value| q["message"].as_str().unwrap().to_string();
+    // `workload NAME -o json`: the stage and the closing sentence, exit 3.
+    let explained = |name: &str, stage: &str, summary: String| {
+        let run = c.dispatch(&["workload", name, "-n", ns, "-o", "json"]);
+        run.expect_code(3);
+        assert_eq!(run.json()["stage"], stage, "{}", run.stdout);
+        assert_eq!(run.json()["summary"], summary.as_str(), "{}", run.stdout);
+    };
+    // `workload NAME`'s table ends with these Next: lines.
+    let next_is = |name: &str, next: &[&str]| {
+        let run = c.dispatch(&["workload", name, "-n", ns]);
+        run.expect_code(3);
+        let want: String = std::iter::once("Next:".to_string())
+            .chain(next.iter().map(|n| format!("  {n}")))
+            .map(|l| l + "\n")
+            .collect();
+        assert!(run.stdout.ends_with(&want), "{}", run.stdout);
+    };
 
     // 9 cpu on a ClusterQueue of 8: it can never fit.
     k.apply(&k.job(ns, "job-huge", "q").replace("cpu: \"1\"", "cpu: \"9\""));
     let huge = k.workload_of(ns, "job-huge");
     let q = quota_said(&huge, "ExceedsMaxQuota");
-    let run = c.dispatch(&["workload", &huge, "-n", ns, "-o", "json"]);
-    run.expect_code(3);
-    assert_eq!(run.json()["stage"], "exceedsMaxQuota", "{}", run.stdout);
-    assert_eq!(
-        run.json()["summary"],
+    explained(
+        &huge,
+        "exceedsMaxQuota",
         format!(
             "can never be admitted here: it asks for more than ClusterQueue team-a could ever give (Kueue: ExceedsMaxQuota: {})",
-            q["message"].as_str().unwrap()
-        )
-        .as_str()
+            message(&q)
+        ),
     );
+    next_is(&huge, &["kubectl describe clusterqueue team-a"]);
 
     // A ClusterQueue that does not admit the Workload's namespace.
     k.apply(&k.job(ns, "job-sel", "q-sel"));
     let sel = k.workload_of(ns, "job-sel");
     let q = quota_said(&sel, "Misconfigured");
-    let run = c.dispatch(&["workload", &sel, "-n", ns, "-o", "json"]);
-    run.expect_code(3);
-    assert_eq!(run.json()["stage"], "misconfigured", "{}", run.stdout);
-    assert_eq!(
-        run.json()["summary"],
-        format!("cannot be admitted until Kueue's queues are fixed: {}", q["message"].as_str().unwrap()).as_str()
-    );
+    explained(&sel, "misconfigured", format!("cannot be admitted until Kueue's queues are fixed: {}", message(&q)));
 
     // Held back by an admission gate: Kueue copies the Job's annotation to its Workload.
     let gated_job = k.job(ns, "job-gated", "q").replacen(
@@ -1003,25 +1015,15 @@ fn v0_19_reasons_through_kueues_manager_v0_19_2() {
     k.apply(&k.job(ns, "job-held", "q-held"));
     let held = k.workload_of(ns, "job-held");
     let q = quota_said(&held, "Suspended");
-    let run = c.dispatch(&["workload", &held, "-n", ns, "-o", "json"]);
-    run.expect_code(3);
-    assert_eq!(run.json()["stage"], "suspended", "{}", run.stdout);
-    assert_eq!(
-        run.json()["summary"],
+    explained(
+        &held,
+        "suspended",
         format!(
             "held: Kueue admits nothing from LocalQueue q-held or ClusterQueue team-a now: one of them is stopped (spec.stopPolicy) or inactive (Kueue: Suspended: {})",
-            q["message"].as_str().unwrap()
-        )
-        .as_str()
+            message(&q)
+        ),
     );
-    let run = c.dispatch(&["workload", &held, "-n", ns]);
-    run.expect_code(3);
-    assert!(
-        run.stdout
-            .ends_with("Next:\n  kubectl describe localqueue q-held -n ml\n  kubectl describe clusterqueue team-a\n"),
-        "{}",
-        run.stdout
-    );
+    next_is(&held, &["kubectl describe localqueue q-held -n ml", "kubectl describe clusterqueue team-a"]);
 
     // No ResourceFlavor of the ClusterQueue matches the Job's node selector.
     k.apply(&format!(
@@ -1037,22 +1039,13 @@ fn v0_19_reasons_through_kueues_manager_v0_19_2() {
     );
     let pool_b = k.workload_of(ns, "job-pool-b");
     let q = quota_said(&pool_b, "NoMatchingFlavor");
-    let run = c.dispatch(&["workload", &pool_b, "-n", ns, "-o", "json"]);
-    run.expect_code(3);
-    assert_eq!(run.json()["stage"], "noMatchingFlavor", "{}", run.stdout);
-    assert_eq!(
-        run.json()["summary"],
+    explained(
+        &pool_b,
+        "noMatchingFlavor",
         format!(
             "cannot be admitted until a ResourceFlavor of ClusterQueue team-pool matches it: none fits its node selector, affinity or tolerations (Kueue: NoMatchingFlavor: {})",
-            q["message"].as_str().unwrap()
-        )
-        .as_str()
+            message(&q)
+        ),
     );
-    let run = c.dispatch(&["workload", &pool_b, "-n", ns]);
-    assert!(
-        run.stdout
-            .ends_with("Next:\n  kubectl describe clusterqueue team-pool\n  kubectl get resourceflavors -o yaml\n"),
-        "{}",
-        run.stdout
-    );
+    next_is(&pool_b, &["kubectl describe clusterqueue team-pool", "kubectl get resourceflavors -o yaml"]);
 }

@@ -653,6 +653,14 @@ mod tests {
         }
     }
 
+    /// A Workload waiting for quota with Kueue's QuotaReserved=False `reason` and `message`.
+    fn with_quota(reason: &str, message: &str) -> WorkloadFacts {
+        WorkloadFacts {
+            conditions: BTreeMap::from([("QuotaReserved".into(), cond("False", reason, message))]),
+            ..pending_quota()
+        }
+    }
+
     fn ac(name: &str, controller: &str) -> AdmissionCheck {
         AdmissionCheck {
             name: name.into(),
@@ -743,10 +751,6 @@ mod tests {
 
     #[test]
     fn v0_19_reasons_read_as_kueue_means_them() {
-        let with_quota = |reason: &str, message: &str| WorkloadFacts {
-            conditions: BTreeMap::from([("QuotaReserved".into(), cond("False", reason, message))]),
-            ..pending_quota()
-        };
         let e = explain_at(
             with_quota("ExceedsMaxQuota", "insufficient quota for cpu: 9 > 8"),
             facts(2),
@@ -779,10 +783,7 @@ mod tests {
     /// Pending still "waits for quota".
     #[test]
     fn each_of_kueues_reasons_in_its_own_words() {
-        let with_quota = |reason: &str| WorkloadFacts {
-            conditions: BTreeMap::from([("QuotaReserved".into(), cond("False", reason, "Kueue's words"))]),
-            ..pending_quota()
-        };
+        let said = |reason: &str| with_quota(reason, "Kueue's words");
         let cases = [
             (
                 "NoMatchingFlavor",
@@ -818,12 +819,12 @@ mod tests {
             ("DRAResourcesUnresolved", Stage::QuotaNotReserved, "has not reserved quota"),
         ];
         for (reason, stage, sentence) in cases {
-            let e = explain_at(with_quota(reason), facts(2), Position::NotServed);
+            let e = explain_at(said(reason), facts(2), Position::NotServed);
             assert_eq!(e.stage, stage, "{reason}");
             assert_eq!(e.summary, format!("{sentence} (Kueue: {reason}: Kueue's words)"), "{reason}");
         }
         for reason in ["WaitingForQuota", "Pending", "Inadmissible"] {
-            let e = explain_at(with_quota(reason), facts(2), Position::NotServed);
+            let e = explain_at(said(reason), facts(2), Position::NotServed);
             assert_eq!(e.stage, Stage::WaitingForQuota, "{reason}");
             assert_eq!(
                 e.summary,
@@ -832,9 +833,9 @@ mod tests {
             );
         }
         // Kueue's manager down is said where the Workload waits for Kueue, not where it never fits.
-        let e = explain_with_kueue(with_quota("PendingEvaluation"), kueue_lease(100));
+        let e = explain_with_kueue(said("PendingEvaluation"), kueue_lease(100));
         assert!(e.summary.contains("; Kueue's manager is down ("), "{}", e.summary);
-        let e = explain_with_kueue(with_quota("ExceedsMaxQuota"), kueue_lease(100));
+        let e = explain_with_kueue(said("ExceedsMaxQuota"), kueue_lease(100));
         assert!(!e.summary.contains("Kueue's manager"), "{}", e.summary);
     }
 
@@ -856,11 +857,7 @@ mod tests {
     /// Next: names the queue where Kueue's queues hold the Workload, and nothing elsewhere.
     #[test]
     fn next_names_the_queue_that_holds_it() {
-        let with_quota = |reason: &str| WorkloadFacts {
-            conditions: BTreeMap::from([("QuotaReserved".into(), cond("False", reason, ""))]),
-            ..pending_quota()
-        };
-        let next = |reason: &str| next_commands(&explain_at(with_quota(reason), facts(2), Position::NotServed));
+        let next = |reason: &str| next_commands(&explain_at(with_quota(reason, ""), facts(2), Position::NotServed));
         assert_eq!(next("Suspended"), ["kubectl describe localqueue q -n ml", "kubectl describe clusterqueue team-a"]);
         assert_eq!(
             next("NoMatchingFlavor"),
