@@ -23,10 +23,15 @@ fn ours() -> String {
 }
 
 /// The highest `rust-version` among Cargo.lock's packages, with the packages that declare it.
+///
+/// Not `--offline`: cargo metadata reads the manifest of every package of Cargo.lock, those
+/// only other platforms build too (windows-*, jni, core-foundation...), which a build on this
+/// machine never downloads; on a fresh machine `--offline` failed on the first of them
+/// (`failed to download combine v4.6.9`). `--locked` still refuses any change to Cargo.lock.
 fn highest_locked() -> (String, Vec<String>) {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--locked", "--offline"])
+        .args(["metadata", "--format-version", "1", "--locked"])
         .current_dir(repo())
         .output()
         .expect("cargo metadata runs");
