@@ -150,8 +150,9 @@ fn krew_validates_installs_runs_and_uninstalls_the_release() {
 
     // The release command, as a release is made: build this machine's binary, pack it, render.
     // It is HEAD's release build in a checkout of its own, the one tests/release_reproducible.rs
-    // compares with a second (release::head_build: made once per commit by whichever test runs
-    // first), so the suite builds the release twice rather than three times.
+    // compares with a second (release::head_build: made once per commit, by tests/release_head.rs
+    // in scripts/test's background, or by whichever test asks first; the others wait for it on
+    // its lock), so the suite builds the release twice rather than three times.
     let head = release::head_build();
     eprintln!("the release build of HEAD: {}", if head.fresh { "built now" } else { "kept from an earlier test" });
     let dist = head.dist.clone();

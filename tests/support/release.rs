@@ -166,6 +166,8 @@ pub fn toolchain() -> String {
 /// toolchain, in a checkout of its own (`checkout`, removed afterwards), and kept beside the
 /// release target dir (`release-head/`; older commits' are removed), so a test run builds the
 /// release twice (this one, and the reproducibility test's second checkout), not three times.
+/// `tests/release_head.rs` makes it, and `scripts/test` runs that target in the background as
+/// soon as the test build is done, so the build fills the cores the end-to-end tests leave idle.
 pub struct HeadBuild {
     pub built: Built,
     /// Where HEAD was checked out for the build (gone now; its path must not be in the binary).
@@ -176,6 +178,9 @@ pub struct HeadBuild {
     pub fresh: bool,
 }
 
+/// HEAD's release build, made by the first caller under a lock on `release-head/lock` (a file
+/// lock, so it holds between processes and goes with a process that dies): a second caller,
+/// in this process or another, waits for that build and reads it.
 pub fn head_build() -> HeadBuild {
     let head = git(&repo(), &["rev-parse", "HEAD"]);
     let key = {
@@ -184,10 +189,13 @@ pub fn head_build() -> HeadBuild {
         format!("{head}-{}", &digest[..12])
     };
     let memos = target_dir().with_file_name("release-head");
+    std::fs::create_dir_all(&memos).expect("mkdir release-head");
+    let lock = std::fs::File::create(memos.join("lock")).expect("create release-head/lock");
+    lock.lock().expect("lock release-head/lock");
     let memo = memos.join(&key);
     let mut fresh = false;
     if !memo.join("done").is_file() {
-        let tmp = memos.join(format!("{key}.tmp.{}", std::process::id()));
+        let tmp = memos.join(format!("{key}.tmp"));
         let _ = std::fs::remove_dir_all(&tmp);
         std::fs::create_dir_all(&tmp).expect("mkdir release-head");
         let work = temp_dir("head");
@@ -201,7 +209,7 @@ pub fn head_build() -> HeadBuild {
         let _ = std::fs::remove_dir_all(&work);
         // Another commit's builds are of no more use.
         for old in std::fs::read_dir(&memos).expect("read release-head").flatten() {
-            if old.path() != tmp {
+            if old.path() != tmp && old.file_name() != "lock" {
                 let _ = std::fs::remove_dir_all(old.path());
             }
         }
