@@ -274,13 +274,17 @@ func cmdBuildKueueManager(versions []string) int {
 	if len(versions) == 0 || moduleDir == "" {
 		return fail("build-kueue-manager VERSION... (through tests/cluster/testcluster)")
 	}
-	// One Go build cache for all the versions built here (see kueueManagerBinary).
-	gocache, err := os.MkdirTemp("", "kueue-manager-gocache-")
-	if err != nil {
-		return fail("%v", err)
+	// One Go build cache for all the versions built here (see kueueManagerBinary), unless the
+	// caller gives one: scripts/test gives its background and its tests the same one, so a
+	// test that builds a manager the background has not reached yet shares it too.
+	if os.Getenv("TESTCLUSTER_KUEUE_GOCACHE") == "" {
+		gocache, err := os.MkdirTemp("", "kueue-manager-gocache-")
+		if err != nil {
+			return fail("%v", err)
+		}
+		defer os.RemoveAll(gocache)
+		os.Setenv("TESTCLUSTER_KUEUE_GOCACHE", gocache)
 	}
-	defer os.RemoveAll(gocache)
-	os.Setenv("TESTCLUSTER_KUEUE_GOCACHE", gocache)
 	for _, v := range versions {
 		if err := checkKueueVersion(moduleDir, v); err != nil {
 			return fail("%v", err)

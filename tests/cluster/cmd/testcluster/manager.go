@@ -103,7 +103,8 @@ func kueueManagerBinary(moduleDir, version string) (string, error) {
 	// A Go build cache of its own, removed afterwards: a version's compiled packages take
 	// about 1.8 GB and share little with anything else; only the binary is kept. Builds of
 	// several versions in one command (build-kueue-manager V1 V2 ...) share one, so the
-	// standard library (CGO_ENABLED=0) and the modules two versions pin alike compile once.
+	// standard library (CGO_ENABLED=0) and the modules two versions pin alike compile once; a
+	// cache given in TESTCLUSTER_KUEUE_GOCACHE is the caller's to remove.
 	gocache := os.Getenv("TESTCLUSTER_KUEUE_GOCACHE")
 	if gocache == "" {
 		gocache, err = os.MkdirTemp("", "kueue-manager-gocache-")
