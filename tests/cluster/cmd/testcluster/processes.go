@@ -80,6 +80,22 @@ func spawn(dir, name, bin string, args []string) (*proc, error) {
 // http.ProxyFromEnvironment would send through a proxy set on the machine (loopback never is).
 var noProxy = []string{"HTTPS_PROXY=", "https_proxy=", "HTTP_PROXY=", "http_proxy=", "NO_PROXY=", "no_proxy="}
 
+// clusterGOGC is the Go garbage collector's target (GOGC) the cluster's own servers run with,
+// unless the caller's environment sets GOGC: they collect a quarter as often as at Go's default
+// of 100, for a larger heap. The test clusters are CPU-bound on a 2-core machine, and with it a
+// cluster's start took 16% less CPU (kube-apiserver's collector was about a fifth of its start)
+// and tests/e2e_watch.rs 18% less (51 against 42 CPU-s), for kube-apiserver's resident memory at
+// about 0.6 GB against 0.4; 800 gained nothing more. It changes no answer a server gives.
+const clusterGOGC = "400"
+
+// gcEnv is GOGC=clusterGOGC, or nothing when the caller's environment sets GOGC.
+func gcEnv() []string {
+	if _, set := os.LookupEnv("GOGC"); set {
+		return nil
+	}
+	return []string{"GOGC=" + clusterGOGC}
+}
+
 // spawnWith is spawn with extra environment variables and the process attributes given.
 func spawnWith(dir, name, bin string, args, env []string, attr *syscall.SysProcAttr) (*proc, error) {
 	logf, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -90,7 +106,7 @@ func spawnWith(dir, name, bin string, args, env []string, attr *syscall.SysProcA
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(append(os.Environ(), gcEnv()...), env...)
 	cmd.SysProcAttr = attr
 	err = withLock(dir, func() error {
 		if exists(filepath.Join(dir, stoppingFile)) {
