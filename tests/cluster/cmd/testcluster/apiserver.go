@@ -31,7 +31,7 @@ const unoptimizedSuffix = "-noopt"
 // unoptimizedBuild is the go build command line of such a build: ldflags (-s -w added), out, pkg.
 func unoptimizedBuild(ldflags, out, pkg string) []string {
 	return []string{"build", "-trimpath", "-buildvcs=false", "-mod=readonly",
-		"-gcflags=all=-N -l -dwarf=false", "-gcflags=std=", "-ldflags", "-s -w " + ldflags, "-o", out, pkg}
+		"-gcflags=all=-N -l -dwarf=false", "-gcflags=std=-dwarf=false", "-ldflags", "-s -w " + ldflags, "-o", out, pkg}
 }
 
 // defaultAPIServerVersion is the version in TESTCLUSTER_KUBE_APISERVER's name.
