@@ -50,14 +50,17 @@ tc_build() {
 # (tc_go_flags; tools/ensure, scripts/test's vet and go test, the harness's own builds pass the
 # same), so they share compiled packages in the Go build cache: about 13% less compile time
 # (client-go from an empty cache: 127 against 147 CPU-s) and shorter links. Stack traces do
-# not need it (they come from the symbol and line tables, which stay).
+# not need it (they come from the symbol and line tables, which stay). The compiler runs with
+# GOGC=400 unless GOGC is set, as the cluster's servers do (cmd/testcluster/processes.go,
+# clusterGOGC): it collects garbage a quarter as often, for about 16% less compile time
+# (client-go from an empty cache: 241 against 286 CPU-s) and a peak of about 0.5 GB a process.
 tc_build_in() {
 	local dir=$1 dest=$2 what=$3 pkg=$4 log mod
 	shift 4
 	[[ -x $dest ]] && return 0
 	echo "building $what..." >&2
 	log=$(mktemp)
-	if ! (cd "$dir" && "$TESTCLUSTER_GO" build -trimpath -buildvcs=false "${tc_go_flags[@]}" "$@" -o "$dest.tmp.$$" "$pkg") >"$log" 2>&1; then
+	if ! (cd "$dir" && GOGC=${GOGC:-400} "$TESTCLUSTER_GO" build -trimpath -buildvcs=false "${tc_go_flags[@]}" "$@" -o "$dest.tmp.$$" "$pkg") >"$log" 2>&1; then
 		rm -f "$dest.tmp.$$"
 		# Name the module that could not be fetched, if that is what went wrong.
 		mod=$(grep -oE '[A-Za-z0-9.-]+\.[a-z]+/[^ :@"]+@v[^ :"]+' "$log" | head -n 1 || true)

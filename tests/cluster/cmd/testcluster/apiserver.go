@@ -106,7 +106,7 @@ func buildAPIServer(modDir, version, out string) error {
 		"-X "+v+".gitVersion="+version+" -X "+v+".gitMajor=1 -X "+v+".gitMinor="+minor+" -X "+v+".gitTreeState=clean",
 		out, "k8s.io/kubernetes/cmd/kube-apiserver")...)
 	cmd.Dir = modDir
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
+	cmd.Env = append(append(os.Environ(), "GOWORK=off", "GOFLAGS="), gcEnv()...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 		if len(lines) > 15 {

@@ -117,7 +117,7 @@ func kueueManagerBinary(moduleDir, version string) (string, error) {
 	cmd := exec.CommandContext(shutdownCtx, goBinary(), unoptimizedBuild(
 		"-X sigs.k8s.io/kueue/pkg/version.GitVersion="+version, tmp, "sigs.k8s.io/kueue/cmd/kueue")...)
 	cmd.Dir = modDir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=", "GOCACHE="+gocache)
+	cmd.Env = append(append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=", "GOCACHE="+gocache), gcEnv()...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		os.Remove(tmp)
