@@ -1,8 +1,10 @@
 //! Kueue's managers of v0.14.0 and v0.15.0 are built from Go modules that pin every module
 //! they both need at one version (tests/cluster/kueue/VERSION/go.mod). Kueue's own code is
 //! about 2 MB of the 60 MB of Go source a manager compiles; the rest is its dependencies
-//! (k8s.io/api, client-go, apiserver, controller-runtime...), which the two lines pin a few
-//! patch releases apart. Aligned, they are the same packages, and the second build takes
+//! (k8s.io/api, client-go, apiserver, controller-runtime...), which the two lines pinned at
+//! different versions: patch releases apart for Kubernetes' own modules and
+//! controller-runtime, minor releases apart for some of client-go's dependencies (gRPC
+//! v1.72 against v1.75, for one). Aligned, they are the same packages, and the second build takes
 //! them from the Go build cache that scripts/test gives both: on a cold run it compiles
 //! about 3 MB of source where it compiled 57 MB. A `go mod tidy` or a new Kueue version that
 //! moves one of them apart fails here, with the modules to raise.
