@@ -1,13 +1,14 @@
-//! Kueue's managers of v0.14.0 and v0.15.0 are built from Go modules that pin every module
-//! they both need at one version (tests/cluster/kueue/VERSION/go.mod). Kueue's own code is
-//! about 2 MB of the 60 MB of Go source a manager compiles; the rest is its dependencies
-//! (k8s.io/api, client-go, apiserver, controller-runtime...), which the two lines pinned at
-//! different versions: patch releases apart for Kubernetes' own modules and
-//! controller-runtime, minor releases apart for some of client-go's dependencies (gRPC
-//! v1.72 against v1.75, for one). Aligned, they are the same packages, and the second build takes
-//! them from the Go build cache that scripts/test gives both: on a cold run it compiles
-//! about 3 MB of source where it compiled 57 MB. A `go mod tidy` or a new Kueue version that
-//! moves one of them apart fails here, with the modules to raise.
+//! Kueue's managers and the older kube-apiservers are built from Go modules of their own
+//! (tests/cluster/kueue/VERSION/go.mod, tests/cluster/apiserver/VERSION/go.mod) into one Go
+//! build cache (scripts/test), and most of what they compile is the same code: client-go,
+//! apiserver, their dependencies. Kueue's own code is about 2 MB of the 60 MB of Go source a
+//! manager compiles. The Go build cache reuses a compiled package only when both builds pin its
+//! module alike, by required version and by source, so the modules here pin alike everything
+//! they share: Kueue v0.14.0 and v0.15.0 with each other (the two lines pinned Kubernetes' own
+//! modules and controller-runtime patch releases apart, and some of client-go's dependencies
+//! minor releases apart, gRPC v1.72 against v1.75 for one), and each Kueue line with the
+//! kube-apiserver of its Kubernetes minor. A `go mod tidy` or a new Kueue version that moves
+//! one of them apart fails here, with the modules to change.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -25,38 +26,81 @@ const KEPT_APART: [&str; 6] = [
     "github.com/open-policy-agent/cert-controller",
 ];
 
-/// The modules a go.mod requires, with their versions (one-line and block `require`s alike).
-fn requires(go_mod: &Path) -> BTreeMap<String, String> {
-    let text = std::fs::read_to_string(go_mod).unwrap_or_else(|e| panic!("{}: {e}", go_mod.display()));
-    let mut out = BTreeMap::new();
-    let mut in_block = false;
-    for raw in text.lines() {
-        let line = raw.split("//").next().unwrap_or("").trim();
-        let spec = if in_block {
-            if line == ")" {
-                in_block = false;
-                continue;
-            }
-            line
-        } else if line == "require (" {
-            in_block = true;
-            continue;
-        } else if let Some(rest) = line.strip_prefix("require ") {
-            rest.trim()
-        } else {
-            continue;
-        };
-        let mut words = spec.split_whitespace();
-        if let (Some(path), Some(version)) = (words.next(), words.next()) {
-            out.insert(path.to_string(), version.to_string());
-        }
-    }
-    assert!(!out.is_empty(), "{} requires nothing: not a go.mod this test can read", go_mod.display());
-    out
+/// What a go.mod says of one module it names: the version it requires, and the version whose
+/// source is compiled (the one a `replace` puts in its place, or the required one). The Go
+/// build cache keys a compiled package on both, so two builds share a package only when both
+/// agree (logr required at v1.4.3 and replaced with v1.4.2 in one module, and required at
+/// v1.4.2 in the other: two cache entries for the same source).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Pin {
+    required: String,
+    source: String,
 }
 
-fn module(version: &str) -> BTreeMap<String, String> {
-    requires(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cluster/kueue").join(version).join("go.mod"))
+impl std::fmt::Display for Pin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.required == self.source {
+            write!(f, "{}", self.required)
+        } else {
+            write!(f, "{} => {}", self.required, self.source)
+        }
+    }
+}
+
+/// The pins of a go.mod: each `require`d module with its version, and the version a `replace`
+/// puts in its place (one-line and block directives alike; a replacement by a local folder or
+/// another module path is left out).
+fn pins(go_mod: &Path) -> BTreeMap<String, Pin> {
+    let text = std::fs::read_to_string(go_mod).unwrap_or_else(|e| panic!("{}: {e}", go_mod.display()));
+    let (mut required, mut replaced) = (BTreeMap::new(), BTreeMap::new());
+    let mut block: Option<&str> = None;
+    for raw in text.lines() {
+        let line = raw.split("//").next().unwrap_or("").trim();
+        let (directive, spec) = match block {
+            Some(_) if line == ")" => {
+                block = None;
+                continue;
+            }
+            Some(directive) => (directive, line),
+            None => match line.split_once(' ') {
+                Some((directive @ ("require" | "replace"), "(")) => {
+                    block = Some(directive);
+                    continue;
+                }
+                Some((directive @ ("require" | "replace"), rest)) => (directive, rest.trim()),
+                _ => continue,
+            },
+        };
+        if directive == "require" {
+            let mut words = spec.split_whitespace();
+            if let (Some(path), Some(version)) = (words.next(), words.next()) {
+                required.insert(path.to_string(), version.to_string());
+            }
+        } else if let Some((old, new)) = spec.split_once("=>") {
+            let path = old.split_whitespace().next().unwrap_or_default();
+            if let [new_path, version] = new.split_whitespace().collect::<Vec<_>>()[..]
+                && new_path == path
+            {
+                replaced.insert(path.to_string(), version.to_string());
+            }
+        }
+    }
+    assert!(!required.is_empty(), "{} requires nothing: not a go.mod this test can read", go_mod.display());
+    required
+        .into_iter()
+        .map(|(path, version)| {
+            let source = replaced.get(&path).cloned().unwrap_or_else(|| version.clone());
+            (path, Pin { required: version, source })
+        })
+        .collect()
+}
+
+fn go_mod(folder: &str) -> BTreeMap<String, Pin> {
+    pins(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cluster").join(folder).join("go.mod"))
+}
+
+fn module(version: &str) -> BTreeMap<String, Pin> {
+    go_mod(&format!("kueue/{version}"))
 }
 
 #[test]
@@ -87,22 +131,65 @@ fn kueue_v0_14_and_v0_15_pin_the_modules_they_share_alike() {
     );
 }
 
+/// Each Kueue line on the Kubernetes minor of a kube-apiserver the tests build, with that
+/// apiserver's version.
+const ON_AN_APISERVERS_MINOR: [(&str, &str); 3] =
+    [("v0.14.0", "v1.34.4"), ("v0.15.0", "v1.34.4"), ("v0.19.2", "v1.36.3")];
+
+/// A Kueue line on a tested kube-apiserver's Kubernetes minor and that apiserver's module pin
+/// every module both name alike: the higher of their two required versions, and the source the
+/// apiserver's build compiles (a `replace` where the two differ, in both). So the packages both
+/// builds compile (client-go, apiserver, their dependencies: about 48 of the 59 MB of Go source
+/// Kueue v0.14.0's manager compiles, 53 of v0.19.2's 70) are the same, and the second build, in
+/// the Go build cache scripts/test gives all of them, finds them compiled.
 #[test]
-fn requires_reads_blocks_and_single_lines() {
+fn kueue_lines_pin_what_they_share_with_their_kube_apiserver_alike() {
+    for (version, apiserver_version) in ON_AN_APISERVERS_MINOR {
+        let apiserver = go_mod(&format!("apiserver/{apiserver_version}"));
+        let kueue = module(version);
+        let apart: Vec<String> = kueue
+            .iter()
+            .filter_map(|(path, ours)| {
+                apiserver.get(path).filter(|theirs| *theirs != ours).map(|theirs| {
+                    format!("{path}: {ours} in kueue/{version}, {theirs} in apiserver/{apiserver_version}")
+                })
+            })
+            .collect();
+        assert!(
+            apart.is_empty(),
+            "tests/cluster/kueue/{version} and apiserver/{apiserver_version} pin these modules apart (required version => compiled source), so neither build finds them compiled by the other; require the higher version in both and replace it with the apiserver's source where they differ (go mod edit -require=PATH@HIGHER -replace=PATH=PATH@SOURCE in each folder, then go mod tidy):\n  {}",
+            apart.join("\n  ")
+        );
+        let shared = kueue.keys().filter(|path| apiserver.contains_key(*path)).count();
+        assert!(
+            shared > 80,
+            "only {shared} modules in kueue/{version} and apiserver/{apiserver_version}: not what this test expects"
+        );
+    }
+}
+
+#[test]
+fn pins_reads_blocks_single_lines_and_replacements() {
     let dir = std::env::temp_dir().join(format!("kueue-modules-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("go.mod");
     std::fs::write(
         &file,
-        "module m\n\ngo 1.26.0\n\ntool sigs.k8s.io/kueue/cmd/kueue\n\nrequire sigs.k8s.io/kueue v0.14.0\n\nrequire (\n\tk8s.io/api v0.34.4 // indirect\n\t// a comment\n\tgolang.org/x/text v0.31.0\n)\n",
+        "module m\n\ngo 1.26.0\n\ntool sigs.k8s.io/kueue/cmd/kueue\n\nrequire sigs.k8s.io/kueue v0.14.0\n\nrequire (\n\tk8s.io/api v0.34.4 // indirect\n\t// a comment\n\tgolang.org/x/text v0.31.0\n\tgolang.org/x/net v0.47.0\n\tk8s.io/kms v0.0.0\n\tgithub.com/x/y v1.0.0\n)\n\nreplace golang.org/x/text => golang.org/x/text v0.23.0\n\nreplace (\n\tgolang.org/x/net v0.47.0 => golang.org/x/net v0.38.0\n\tk8s.io/kms => ./kms\n\tgithub.com/x/y => github.com/z/y v1.1.0\n)\n",
     )
     .unwrap();
-    let got = requires(&file);
+    let got = pins(&file);
     std::fs::remove_dir_all(&dir).unwrap();
-    let want: BTreeMap<String, String> =
-        [("sigs.k8s.io/kueue", "v0.14.0"), ("k8s.io/api", "v0.34.4"), ("golang.org/x/text", "v0.31.0")]
-            .into_iter()
-            .map(|(p, v)| (p.to_string(), v.to_string()))
-            .collect();
+    let want: BTreeMap<String, Pin> = [
+        ("sigs.k8s.io/kueue", "v0.14.0", "v0.14.0"),
+        ("k8s.io/api", "v0.34.4", "v0.34.4"),
+        ("golang.org/x/text", "v0.31.0", "v0.23.0"),
+        ("golang.org/x/net", "v0.47.0", "v0.38.0"),
+        ("k8s.io/kms", "v0.0.0", "v0.0.0"),
+        ("github.com/x/y", "v1.0.0", "v1.0.0"),
+    ]
+    .into_iter()
+    .map(|(p, required, source)| (p.to_string(), Pin { required: required.to_string(), source: source.to_string() }))
+    .collect();
     assert_eq!(got, want);
 }

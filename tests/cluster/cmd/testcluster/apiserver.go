@@ -106,7 +106,13 @@ func buildAPIServer(modDir, version, out string) error {
 		"-X "+v+".gitVersion="+version+" -X "+v+".gitMajor=1 -X "+v+".gitMinor="+minor+" -X "+v+".gitTreeState=clean",
 		out, "k8s.io/kubernetes/cmd/kube-apiserver")...)
 	cmd.Dir = modDir
-	cmd.Env = append(append(os.Environ(), "GOWORK=off", "GOFLAGS="), gcEnv()...)
+	cmd.Env = append(append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS="), gcEnv()...)
+	// Kueue's managers of the same Kubernetes minor compile the same packages, pinned alike
+	// (this module's go.mod and kueue/VERSION/go.mod; tests/kueue_modules.rs), with the same
+	// flags: given their Go build cache, the second of the two builds finds them compiled.
+	if gocache := os.Getenv("TESTCLUSTER_KUEUE_GOCACHE"); gocache != "" {
+		cmd.Env = append(cmd.Env, "GOCACHE="+gocache)
+	}
 	if b, err := cmd.CombinedOutput(); err != nil {
 		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 		if len(lines) > 15 {

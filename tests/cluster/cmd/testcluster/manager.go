@@ -104,7 +104,9 @@ func kueueManagerBinary(moduleDir, version string) (string, error) {
 	// about 1.8 GB and share little with anything else; only the binary is kept. Builds of
 	// several versions in one command (build-kueue-manager V1 V2 ...) share one, so the
 	// standard library (CGO_ENABLED=0) and the modules two versions pin alike compile once; a
-	// cache given in TESTCLUSTER_KUEUE_GOCACHE is the caller's to remove.
+	// cache given in TESTCLUSTER_KUEUE_GOCACHE is the caller's to remove. The older
+	// kube-apiservers build into it too (apiserver.go), with whose packages those of the
+	// managers on their Kubernetes minor are shared (pinned alike in both modules' go.mod).
 	gocache := os.Getenv("TESTCLUSTER_KUEUE_GOCACHE")
 	if gocache == "" {
 		gocache, err = os.MkdirTemp("", "kueue-manager-gocache-")

@@ -11,7 +11,7 @@ require (
 	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect
-	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
+	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/coreos/go-semver v0.3.1 // indirect
 	github.com/coreos/go-systemd/v22 v22.5.0 // indirect
@@ -28,17 +28,6 @@ require (
 	github.com/go-openapi/jsonpointer v0.22.3 // indirect
 	github.com/go-openapi/jsonreference v0.21.3 // indirect
 	github.com/go-openapi/swag v0.25.4 // indirect
-	github.com/go-openapi/swag/cmdutils v0.25.4 // indirect
-	github.com/go-openapi/swag/conv v0.25.4 // indirect
-	github.com/go-openapi/swag/fileutils v0.25.4 // indirect
-	github.com/go-openapi/swag/jsonname v0.25.4 // indirect
-	github.com/go-openapi/swag/jsonutils v0.25.4 // indirect
-	github.com/go-openapi/swag/loading v0.25.4 // indirect
-	github.com/go-openapi/swag/mangling v0.25.4 // indirect
-	github.com/go-openapi/swag/netutils v0.25.4 // indirect
-	github.com/go-openapi/swag/stringutils v0.25.4 // indirect
-	github.com/go-openapi/swag/typeutils v0.25.4 // indirect
-	github.com/go-openapi/swag/yamlutils v0.25.4 // indirect
 	github.com/go-task/slim-sprig/v3 v3.0.0 // indirect
 	github.com/gogo/protobuf v1.3.2 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
@@ -51,11 +40,13 @@ require (
 	github.com/grpc-ecosystem/go-grpc-prometheus v1.2.0 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.27.1 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/josharian/intern v1.0.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/kubeflow/mpi-operator v0.7.0 // indirect
 	github.com/kubeflow/trainer/v2 v2.1.0 // indirect
 	github.com/kubeflow/training-operator v1.9.3 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
+	github.com/mailru/easyjson v0.9.0 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
@@ -113,6 +104,7 @@ require (
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
+	gopkg.in/yaml.v3 v3.0.1 // indirect
 	k8s.io/api v0.34.4 // indirect
 	k8s.io/apiextensions-apiserver v0.34.4 // indirect
 	k8s.io/apimachinery v0.34.4 // indirect
@@ -141,4 +133,60 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.1 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 	volcano.sh/apis v1.13.1-0.20251028070205-46d20c0699e7 // indirect
+)
+
+// The modules whose packages kube-apiserver v1.34.4's build compiles too: required at the
+// higher of the two modules' versions and replaced here with the source that build compiles
+// (../../apiserver/v1.34.4/go.mod pins them alike). Given one Go build cache, the second of the
+// two builds finds those packages compiled. tests/kueue_modules.rs keeps them alike.
+replace (
+	github.com/antlr4-go/antlr/v4 => github.com/antlr4-go/antlr/v4 v4.13.0
+	github.com/davecgh/go-spew => github.com/davecgh/go-spew v1.1.1
+	github.com/emicklei/go-restful/v3 => github.com/emicklei/go-restful/v3 v3.12.2
+	github.com/go-logr/logr => github.com/go-logr/logr v1.4.2
+	github.com/go-openapi/jsonpointer => github.com/go-openapi/jsonpointer v0.21.0
+	github.com/go-openapi/jsonreference => github.com/go-openapi/jsonreference v0.20.2
+	github.com/go-openapi/swag => github.com/go-openapi/swag v0.23.0
+	github.com/google/gnostic-models => github.com/google/gnostic-models v0.7.0
+	github.com/grpc-ecosystem/grpc-gateway/v2 => github.com/grpc-ecosystem/grpc-gateway/v2 v2.26.3
+	github.com/mailru/easyjson => github.com/mailru/easyjson v0.7.7
+	github.com/pmezard/go-difflib => github.com/pmezard/go-difflib v1.0.0
+	github.com/prometheus/client_golang => github.com/prometheus/client_golang v1.22.0
+	github.com/prometheus/client_model => github.com/prometheus/client_model v0.6.1
+	github.com/prometheus/common => github.com/prometheus/common v0.62.0
+	github.com/prometheus/procfs => github.com/prometheus/procfs v0.15.1
+	github.com/spf13/cobra => github.com/spf13/cobra v1.9.1
+	github.com/spf13/pflag => github.com/spf13/pflag v1.0.6
+	github.com/stoewer/go-strcase => github.com/stoewer/go-strcase v1.3.0
+	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc => go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.60.0
+	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp => go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.58.0
+	go.opentelemetry.io/otel => go.opentelemetry.io/otel v1.35.0
+	go.opentelemetry.io/otel/exporters/otlp/otlptrace => go.opentelemetry.io/otel/exporters/otlp/otlptrace v1.34.0
+	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc => go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc v1.34.0
+	go.opentelemetry.io/otel/metric => go.opentelemetry.io/otel/metric v1.35.0
+	go.opentelemetry.io/otel/sdk => go.opentelemetry.io/otel/sdk v1.34.0
+	go.opentelemetry.io/otel/trace => go.opentelemetry.io/otel/trace v1.35.0
+	go.opentelemetry.io/proto/otlp => go.opentelemetry.io/proto/otlp v1.5.0
+	go.uber.org/zap => go.uber.org/zap v1.27.0
+	go.yaml.in/yaml/v2 => go.yaml.in/yaml/v2 v2.4.2
+	golang.org/x/crypto => golang.org/x/crypto v0.36.0
+	golang.org/x/exp => golang.org/x/exp v0.0.0-20240719175910-8a7402abbf56
+	golang.org/x/net => golang.org/x/net v0.38.0
+	golang.org/x/oauth2 => golang.org/x/oauth2 v0.27.0
+	golang.org/x/sync => golang.org/x/sync v0.12.0
+	golang.org/x/sys => golang.org/x/sys v0.31.0
+	golang.org/x/term => golang.org/x/term v0.30.0
+	golang.org/x/text => golang.org/x/text v0.23.0
+	golang.org/x/time => golang.org/x/time v0.9.0
+	golang.org/x/tools => golang.org/x/tools v0.26.0
+	google.golang.org/genproto/googleapis/api => google.golang.org/genproto/googleapis/api v0.0.0-20250303144028-a0af3efb3deb
+	google.golang.org/genproto/googleapis/rpc => google.golang.org/genproto/googleapis/rpc v0.0.0-20250303144028-a0af3efb3deb
+	google.golang.org/grpc => google.golang.org/grpc v1.72.1
+	google.golang.org/protobuf => google.golang.org/protobuf v1.36.5
+	gopkg.in/evanphx/json-patch.v4 => gopkg.in/evanphx/json-patch.v4 v4.12.0
+	k8s.io/kube-openapi => k8s.io/kube-openapi v0.0.0-20250710124328-f3f2b991d03b
+	k8s.io/utils => k8s.io/utils v0.0.0-20250604170112-4c0f3b243397
+	sigs.k8s.io/apiserver-network-proxy/konnectivity-client => sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.31.2
+	sigs.k8s.io/json => sigs.k8s.io/json v0.0.0-20241014173422-cfa47c3a1cc8
+	sigs.k8s.io/structured-merge-diff/v6 => sigs.k8s.io/structured-merge-diff/v6 v6.3.0
 )
