@@ -48,8 +48,9 @@ impl std::fmt::Display for Pin {
 }
 
 /// The pins of a go.mod: each `require`d module with its version, and the version a `replace`
-/// puts in its place (one-line and block directives alike; a replacement by a local folder or
-/// another module path is left out).
+/// puts in its place (one-line and block directives alike): its version where the replacement is
+/// the same module, else the whole replacement (a local folder, or another module path with its
+/// version), which no version of the module itself equals.
 fn pins(go_mod: &Path) -> BTreeMap<String, Pin> {
     let text = std::fs::read_to_string(go_mod).unwrap_or_else(|e| panic!("{}: {e}", go_mod.display()));
     let (mut required, mut replaced) = (BTreeMap::new(), BTreeMap::new());
@@ -78,11 +79,11 @@ fn pins(go_mod: &Path) -> BTreeMap<String, Pin> {
             }
         } else if let Some((old, new)) = spec.split_once("=>") {
             let path = old.split_whitespace().next().unwrap_or_default();
-            if let [new_path, version] = new.split_whitespace().collect::<Vec<_>>()[..]
-                && new_path == path
-            {
-                replaced.insert(path.to_string(), version.to_string());
-            }
+            let source = match new.split_whitespace().collect::<Vec<_>>()[..] {
+                [new_path, version] if new_path == path => version.to_string(),
+                _ => new.trim().to_string(),
+            };
+            replaced.insert(path.to_string(), source);
         }
     }
     assert!(!required.is_empty(), "{} requires nothing: not a go.mod this test can read", go_mod.display());
@@ -185,8 +186,8 @@ fn pins_reads_blocks_single_lines_and_replacements() {
         ("k8s.io/api", "v0.34.4", "v0.34.4"),
         ("golang.org/x/text", "v0.31.0", "v0.23.0"),
         ("golang.org/x/net", "v0.47.0", "v0.38.0"),
-        ("k8s.io/kms", "v0.0.0", "v0.0.0"),
-        ("github.com/x/y", "v1.0.0", "v1.0.0"),
+        ("k8s.io/kms", "v0.0.0", "./kms"),
+        ("github.com/x/y", "v1.0.0", "github.com/z/y v1.1.0"),
     ]
     .into_iter()
     .map(|(p, required, source)| (p.to_string(), Pin { required: required.to_string(), source: source.to_string() }))
