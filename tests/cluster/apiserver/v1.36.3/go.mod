@@ -66,7 +66,7 @@ require (
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
-	github.com/stoewer/go-strcase v1.3.0 // indirect
+	github.com/stoewer/go-strcase v1.3.1 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.etcd.io/etcd/api/v3 v3.6.8 // indirect
 	go.etcd.io/etcd/client/pkg/v3 v3.6.8 // indirect
@@ -183,6 +183,7 @@ replace (
 // compiled packages by, and replaced here with the source this build selected on its own. So
 // this kube-apiserver compiles what it always did and, given one Go build cache, the second of
 // the two builds finds those packages compiled. tests/kueue_modules.rs keeps them alike.
+// github.com/stoewer/go-strcase is required at Kueue v0.17.0's v1.3.1 (../../kueue/v0.17.0).
 replace (
 	github.com/antlr4-go/antlr/v4 => github.com/antlr4-go/antlr/v4 v4.13.0
 	github.com/fsnotify/fsnotify => github.com/fsnotify/fsnotify v1.9.0
@@ -196,6 +197,7 @@ replace (
 	github.com/prometheus/common => github.com/prometheus/common v0.67.5
 	github.com/prometheus/procfs => github.com/prometheus/procfs v0.19.2
 	github.com/spf13/pflag => github.com/spf13/pflag v1.0.9
+	github.com/stoewer/go-strcase => github.com/stoewer/go-strcase v1.3.0
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc => go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.65.0
 	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp => go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.65.0
 	go.opentelemetry.io/otel => go.opentelemetry.io/otel v1.41.0
