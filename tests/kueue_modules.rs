@@ -105,16 +105,27 @@ fn module(version: &str) -> BTreeMap<String, Pin> {
     go_mod(&format!("kueue/{version}"))
 }
 
+/// Each module both go.mod files name, but for those `kept` apart, that they pin apart:
+/// `PATH: PIN in A, PIN in B`.
+fn pinned_apart(
+    (a, a_name): (&BTreeMap<String, Pin>, &str),
+    (b, b_name): (&BTreeMap<String, Pin>, &str),
+    kept: &[&str],
+) -> Vec<String> {
+    a.iter()
+        .filter(|(path, _)| !kept.contains(&path.as_str()))
+        .filter_map(|(path, ours)| {
+            b.get(path)
+                .filter(|theirs| *theirs != ours)
+                .map(|theirs| format!("{path}: {ours} in {a_name}, {theirs} in {b_name}"))
+        })
+        .collect()
+}
+
 #[test]
 fn kueue_v0_14_and_v0_15_pin_the_modules_they_share_alike() {
     let (old, new) = (module("v0.14.0"), module("v0.15.0"));
-    let apart: Vec<String> = old
-        .iter()
-        .filter(|(path, _)| !KEPT_APART.contains(&path.as_str()))
-        .filter_map(|(path, v14)| {
-            new.get(path).filter(|v15| *v15 != v14).map(|v15| format!("{path}: {v14} in v0.14.0, {v15} in v0.15.0"))
-        })
-        .collect();
+    let apart = pinned_apart((&old, "v0.14.0"), (&new, "v0.15.0"), &KEPT_APART);
     assert!(
         apart.is_empty(),
         "tests/cluster/kueue/v0.14.0 and v0.15.0 pin these modules apart, so the second manager build compiles them again; raise the lower (go get PATH@VERSION in its folder, then go mod tidy):\n  {}",
@@ -149,14 +160,8 @@ fn kueue_lines_pin_what_they_share_with_their_kube_apiserver_alike() {
     for (version, apiserver_version) in ON_AN_APISERVERS_MINOR {
         let apiserver = go_mod(&format!("apiserver/{apiserver_version}"));
         let kueue = module(version);
-        let apart: Vec<String> = kueue
-            .iter()
-            .filter_map(|(path, ours)| {
-                apiserver.get(path).filter(|theirs| *theirs != ours).map(|theirs| {
-                    format!("{path}: {ours} in kueue/{version}, {theirs} in apiserver/{apiserver_version}")
-                })
-            })
-            .collect();
+        let (kueue_name, apiserver_name) = (format!("kueue/{version}"), format!("apiserver/{apiserver_version}"));
+        let apart = pinned_apart((&kueue, &kueue_name), (&apiserver, &apiserver_name), &[]);
         assert!(
             apart.is_empty(),
             "tests/cluster/kueue/{version} and apiserver/{apiserver_version} pin these modules apart (required version => compiled source), so neither build finds them compiled by the other; require the higher version in both and replace it with the apiserver's source where they differ (go mod edit -require=PATH@HIGHER -replace=PATH=PATH@SOURCE in each folder, then go mod tidy):\n  {}",
@@ -213,13 +218,7 @@ const ON_THEIR_OWN_MINOR: [&str; 28] = [
 #[test]
 fn kueue_v0_17_pins_what_it_shares_with_v0_19_alike() {
     let (old, new) = (module("v0.17.0"), module("v0.19.2"));
-    let apart: Vec<String> = old
-        .iter()
-        .filter(|(path, _)| !ON_THEIR_OWN_MINOR.contains(&path.as_str()))
-        .filter_map(|(path, v17)| {
-            new.get(path).filter(|v19| *v19 != v17).map(|v19| format!("{path}: {v17} in v0.17.0, {v19} in v0.19.2"))
-        })
-        .collect();
+    let apart = pinned_apart((&old, "v0.17.0"), (&new, "v0.19.2"), &ON_THEIR_OWN_MINOR);
     assert!(
         apart.is_empty(),
         "tests/cluster/kueue/v0.17.0 and v0.19.2 pin these modules apart (required version => compiled source), so v0.17.0's build compiles them again; in v0.17.0 require v0.19.2's version and replace it with v0.19.2's source (go mod edit -require=PATH@VERSION -replace=PATH=PATH@SOURCE, then go mod tidy), or where v0.17.0's is the higher, raise it in v0.19.2 and apiserver/v1.36.3 alike:\n  {}",
