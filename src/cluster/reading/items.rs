@@ -9,12 +9,10 @@
 //! [`Keeping`] is the one way an object's text becomes what is kept of it, for a list's items
 //! here and a watch's events (`cluster/watching/event.rs`) alike.
 
-use std::cell::Cell;
-use std::fmt;
-use std::io::{BufReader, Read};
-use std::rc::Rc;
+use std::io::Read;
 
-use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use list_walk::Walked;
+use serde::de::{DeserializeSeed, Deserializer};
 use serde_json::value::RawValue;
 
 use crate::cluster::connecting::bounds;
@@ -25,16 +23,8 @@ pub const BATCH: usize = 500;
 /// Unreadable objects of one list said one by one; the rest are one line at the list's end.
 pub const WARNED: usize = 5;
 
-/// Bytes read ahead of the decoder.
-const READ_AHEAD: usize = 64 << 10;
-
-/// What a list's text says of the list itself.
-#[derive(Default, Debug, PartialEq, Eq, Clone)]
-pub struct Head {
-    /// The continue token; `None` on the last page.
-    pub token: Option<String>,
-    pub resource_version: Option<String>,
-}
+/// What a list's text says of the list itself: its continue token and resourceVersion.
+pub use list_walk::Head;
 
 /// What the decoder hands on while it reads.
 #[derive(Debug, PartialEq)]
@@ -102,9 +92,10 @@ pub struct Decoding<'a, K, T> {
 }
 
 /// Decodes one page from `reader`, handing on facts and warnings through `out` (which answers
-/// `false` when nobody reads them any more).
+/// `false` when nobody reads them any more). The walk itself is `list_walk`'s, a crate of its
+/// own so that its byte loop is optimized in test builds too.
 pub fn decode<K, T, R>(
-    reader: R,
+    mut reader: R,
     decoding: &Decoding<'_, K, T>,
     out: &mut dyn FnMut(Event<T>) -> bool,
 ) -> Result<Ended<T>, Stopped>
@@ -112,49 +103,25 @@ where
     K: serde::de::DeserializeOwned,
     R: Read,
 {
-    let stretch = Rc::new(Cell::new(0u64));
-    let over = Rc::new(Cell::new(false));
-    // Read ahead in buffers: serde_json reads a byte at a time, which a `BufReader` serves
-    // from its buffer. A stretch is thus counted to within one buffer.
-    let counted =
-        BufReader::with_capacity(READ_AHEAD, Counted { inner: reader, stretch: stretch.clone(), over: over.clone() });
-    let mut state = State { decoding, out, stretch, batch: Vec::new(), count: 0, said: 0, unsaid: 0, stop: None };
-    let mut de = serde_json::Deserializer::from_reader(counted);
-    let head = ListSeed { state: &mut state }.deserialize(&mut de).and_then(|head| de.end().map(|()| head));
-    match (head, state.stop.take()) {
-        (_, Some(stop)) => Err(stop),
-        (Err(_), None) if over.get() => Err(Stopped::ObjectTooLarge),
-        (Err(e), None) => Err(Stopped::Json(e)),
-        (Ok(head), None) => Ok(Ended { head, items: state.batch, count: state.count, unsaid: state.unsaid }),
-    }
-}
-
-/// A reader that fails once one stretch of its bytes (an object, or what lies between the
-/// objects) passes [`bounds::OBJECT_LIMIT`]; the decoder starts a new stretch at each object.
-struct Counted<R> {
-    inner: R,
-    stretch: Rc<Cell<u64>>,
-    over: Rc<Cell<bool>>,
-}
-
-impl<R: Read> Read for Counted<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let left = bounds::OBJECT_LIMIT.saturating_sub(self.stretch.get());
-        if left == 0 {
-            self.over.set(true);
-            return Err(std::io::Error::other("an object past its bound"));
+    let mut state = State { decoding, out, batch: Vec::new(), count: 0, said: 0, unsaid: 0, stop: None };
+    let walked = list_walk::walk(&mut reader, bounds::OBJECT_LIMIT, &mut |raw| match state.item(raw) {
+        Ok(()) => true,
+        Err(stop) => {
+            state.stop = Some(stop);
+            false
         }
-        let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
-        let n = self.inner.read(&mut buf[..want])?;
-        self.stretch.set(self.stretch.get() + n as u64);
-        Ok(n)
+    });
+    match walked {
+        Ok(head) => Ok(Ended { head, items: state.batch, count: state.count, unsaid: state.unsaid }),
+        Err(Walked::Stopped) => Err(state.stop.unwrap_or(Stopped::Cancelled)),
+        Err(Walked::TooLarge) => Err(Stopped::ObjectTooLarge),
+        Err(Walked::Json(e)) => Err(Stopped::Json(e)),
     }
 }
 
 struct State<'a, 'b, K, T> {
     decoding: &'a Decoding<'a, K, T>,
     out: &'b mut dyn FnMut(Event<T>) -> bool,
-    stretch: Rc<Cell<u64>>,
     batch: Vec<T>,
     count: usize,
     said: usize,
@@ -210,107 +177,12 @@ fn name(text: &str, kind: &str) -> String {
     }
 }
 
-/// The list object: its `items` walked, its `metadata` read, the rest skipped.
-struct ListSeed<'s, 'a, 'b, K, T> {
-    state: &'s mut State<'a, 'b, K, T>,
-}
-
-impl<'de, K: serde::de::DeserializeOwned, T> DeserializeSeed<'de> for ListSeed<'_, '_, '_, K, T> {
-    type Value = Head;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Head, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de, K: serde::de::DeserializeOwned, T> Visitor<'de> for ListSeed<'_, '_, '_, K, T> {
-    type Value = Head;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a list")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Head, A::Error> {
-        #[derive(serde::Deserialize, Default)]
-        #[serde(rename_all = "camelCase")]
-        struct Meta {
-            #[serde(rename = "continue", default)]
-            token: Option<String>,
-            #[serde(default)]
-            resource_version: Option<String>,
-        }
-        let mut head = Head::default();
-        let mut items = false;
-        while let Some(key) = map.next_key::<String>()? {
-            match key.as_str() {
-                "items" => {
-                    map.next_value_seed(ItemsSeed { state: &mut *self.state })?;
-                    items = true;
-                }
-                "metadata" => {
-                    let meta = map.next_value::<Option<Meta>>()?.unwrap_or_default();
-                    head.token = meta.token.filter(|t| !t.is_empty());
-                    head.resource_version = meta.resource_version.filter(|v| !v.is_empty());
-                }
-                _ => drop(map.next_value::<IgnoredAny>()?),
-            }
-        }
-        if !items {
-            return Err(serde::de::Error::missing_field("items"));
-        }
-        Ok(head)
-    }
-}
-
-/// The `items` array (or `null`), one object at a time.
-struct ItemsSeed<'s, 'a, 'b, K, T> {
-    state: &'s mut State<'a, 'b, K, T>,
-}
-
-impl<'de, K: serde::de::DeserializeOwned, T> DeserializeSeed<'de> for ItemsSeed<'_, '_, '_, K, T> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_option(self)
-    }
-}
-
-impl<'de, K: serde::de::DeserializeOwned, T> Visitor<'de> for ItemsSeed<'_, '_, '_, K, T> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a list's items")
-    }
-
-    fn visit_none<E: serde::de::Error>(self) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        loop {
-            self.state.stretch.set(0);
-            let Some(raw) = seq.next_element::<Box<RawValue>>()? else { break };
-            if let Err(stop) = self.state.item(&raw) {
-                self.state.stop = Some(stop);
-                return Err(serde::de::Error::custom("stopped"));
-            }
-        }
-        self.state.stretch.set(0);
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::cluster::reading::wire::{self, WireWorkload};
     use crate::core::kueue::Workload;
+    use list_walk::READ_AHEAD;
 
     fn workload(w: WireWorkload) -> Workload {
         wire::workload(&w)
