@@ -16,7 +16,6 @@
 use std::cell::Cell;
 use std::fmt;
 use std::io::{self, BufReader, Read};
-use std::rc::Rc;
 
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
@@ -47,11 +46,11 @@ pub enum Walked {
 /// Walks the list `reader` holds, handing each item's text to `item`, which answers `false` to
 /// stop the walk. `limit` bounds each stretch of the body (an object, or what lies between).
 pub fn walk(reader: &mut dyn Read, limit: u64, item: &mut dyn FnMut(&RawValue) -> bool) -> Result<Head, Walked> {
-    let stretch = Rc::new(Cell::new(0u64));
-    let over = Rc::new(Cell::new(false));
-    let counted = Counted { inner: reader, limit, stretch: stretch.clone(), over: over.clone() };
+    let stretch = Cell::new(0u64);
+    let over = Cell::new(false);
+    let counted = Counted { inner: reader, limit, stretch: &stretch, over: &over };
     let mut de = serde_json::Deserializer::from_reader(BufReader::with_capacity(READ_AHEAD, counted));
-    let mut walking = Walking { item, stretch, stopped: false };
+    let mut walking = Walking { item, stretch: &stretch, stopped: false };
     let head = ListSeed { walking: &mut walking }.deserialize(&mut de).and_then(|head| de.end().map(|()| head));
     match head {
         _ if walking.stopped => Err(Walked::Stopped),
@@ -66,8 +65,8 @@ pub fn walk(reader: &mut dyn Read, limit: u64, item: &mut dyn FnMut(&RawValue) -
 struct Counted<'r> {
     inner: &'r mut dyn Read,
     limit: u64,
-    stretch: Rc<Cell<u64>>,
-    over: Rc<Cell<bool>>,
+    stretch: &'r Cell<u64>,
+    over: &'r Cell<bool>,
 }
 
 impl Read for Counted<'_> {
@@ -86,7 +85,7 @@ impl Read for Counted<'_> {
 
 struct Walking<'a> {
     item: &'a mut dyn FnMut(&RawValue) -> bool,
-    stretch: Rc<Cell<u64>>,
+    stretch: &'a Cell<u64>,
     /// The caller stopped the walk (not the text's fault).
     stopped: bool,
 }
