@@ -160,15 +160,11 @@ fn a_bad_template_is_one_usage_error_and_missing_keys_follow_the_flag_as_kubectl
 }
 
 /// The verbs of the plugin's reads of `workloads` (a namespace's Workloads path) that carry the
-/// selector `team=web`, from the audit log's whole lines; a read without any selector panics
-/// (but the one-object probes, `limit=1`).
-fn selector_reads(audit_log: &std::path::Path, workloads: &str) -> std::collections::BTreeSet<String> {
-    let log = std::fs::read_to_string(audit_log).expect("audit log");
-    // The last line may be in the middle of its write.
-    let whole = &log[..log.rfind('\n').map_or(0, |i| i + 1)];
+/// selector `team=web`, among the audit log's `events`; a read without any selector panics (but
+/// the one-object probes, `limit=1`).
+fn selector_reads(events: &[serde_json::Value], workloads: &str) -> std::collections::BTreeSet<String> {
     let mut seen = std::collections::BTreeSet::new();
-    for line in whole.lines() {
-        let event: serde_json::Value = serde_json::from_str(line).expect("audit line is JSON");
+    for event in events {
         let uri = event["requestURI"].as_str().unwrap_or_default();
         if !event["userAgent"].as_str().unwrap_or_default().starts_with("kubectl-dispatch/") || !uri.contains(workloads)
         {
@@ -222,7 +218,7 @@ fn selector_and_sort_by_are_kubectls() {
         // running: stopped at once, on a loaded machine it had not asked yet (seen in a cold run).
         let workloads = format!("/namespaces/{}/workloads?", s.ns);
         support::eventually("the selector's list and watch in the audit log", Duration::from_secs(60), || {
-            let seen = selector_reads(c.audit_log(), &workloads);
+            let seen = selector_reads(&c.audit_events(), &workloads);
             if seen.contains("list") && seen.contains("watch") { Ok(()) } else { Err(format!("{seen:?}")) }
         });
         drop(watch);

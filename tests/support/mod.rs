@@ -157,11 +157,13 @@ impl Cluster {
         Path::new(&self.env["DISPATCH_TEST_AUDIT_LOG"])
     }
 
-    /// The audit log's events so far (level Metadata, one JSON object a line), in order.
+    /// The audit log's events so far (level Metadata, one JSON object a line), in order: whole
+    /// lines only, as the last may be in the middle of its write while the cluster runs.
     pub fn audit_events(&self) -> Vec<serde_json::Value> {
         let log =
             std::fs::read_to_string(self.audit_log()).unwrap_or_else(|e| panic!("cannot read the audit log: {e}"));
-        log.lines()
+        log[..log.rfind('\n').map_or(0, |i| i + 1)]
+            .lines()
             .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("audit line is not JSON ({e}): {l}")))
             .collect()
     }
