@@ -12,7 +12,7 @@ use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use support::{Cluster, repo, try_eventually, unique};
+use support::{Cluster, is_plugin_agent, repo, try_eventually, unique};
 
 const KUEUE_CRDS: [&str; 4] = [
     "admissionchecks.kueue.x-k8s.io",
@@ -412,12 +412,6 @@ fn ctrl_c_on_the_run_script_tears_down() {
 
 // 8. The audit log.
 
-/// The plugin's own user agent; kubectl's plugin dispatcher (`kubectl-dispatcher/v1.0`) is
-/// not the plugin.
-fn is_plugin_agent(user_agent: &str) -> bool {
-    user_agent.starts_with("kubectl-dispatch/")
-}
-
 #[test]
 fn the_audit_log_records_the_plugins_requests() {
     assert!(!is_plugin_agent("kubectl-dispatcher/v1.0 (linux/amd64)"));
@@ -427,13 +421,9 @@ fn the_audit_log_records_the_plugins_requests() {
 
     let run = c.dispatch(&["lease"]);
     let polled = try_eventually(Duration::from_secs(5), || {
-        let body = std::fs::read_to_string(log).unwrap_or_else(|e| panic!("cannot read {}: {e}", log.display()));
-        let seen: Vec<(String, String, String)> = body
-            .lines()
-            .map(|l| {
-                serde_json::from_str::<serde_json::Value>(l)
-                    .unwrap_or_else(|e| panic!("audit line is not JSON ({e}): {l}"))
-            })
+        let seen: Vec<(String, String, String)> = c
+            .audit_events()
+            .into_iter()
             .filter_map(|e| {
                 let agent = e["userAgent"].as_str()?;
                 is_plugin_agent(agent).then(|| {

@@ -160,14 +160,13 @@ fn a_bad_template_is_one_usage_error_and_missing_keys_follow_the_flag_as_kubectl
 }
 
 /// The verbs of the plugin's reads of `workloads` (a namespace's Workloads path) that carry the
-/// selector `team=web`, among the audit log's `events`; a read without any selector panics (but
-/// the one-object probes, `limit=1`).
+/// selector `team=web`, among the plugin's audit `events`; a read without any selector panics
+/// (but the one-object probes, `limit=1`).
 fn selector_reads(events: &[serde_json::Value], workloads: &str) -> std::collections::BTreeSet<String> {
     let mut seen = std::collections::BTreeSet::new();
     for event in events {
         let uri = event["requestURI"].as_str().unwrap_or_default();
-        if !event["userAgent"].as_str().unwrap_or_default().starts_with("kubectl-dispatch/") || !uri.contains(workloads)
-        {
+        if !uri.contains(workloads) {
             continue;
         }
         let verb = event["verb"].as_str().unwrap_or_default().to_string();
@@ -218,7 +217,7 @@ fn selector_and_sort_by_are_kubectls() {
         // running: stopped at once, on a loaded machine it had not asked yet (seen in a cold run).
         let workloads = format!("/namespaces/{}/workloads?", s.ns);
         support::eventually("the selector's list and watch in the audit log", Duration::from_secs(60), || {
-            let seen = selector_reads(&c.audit_events(), &workloads);
+            let seen = selector_reads(&c.plugin_events(), &workloads);
             if seen.contains("list") && seen.contains("watch") { Ok(()) } else { Err(format!("{seen:?}")) }
         });
         drop(watch);

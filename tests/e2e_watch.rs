@@ -251,11 +251,9 @@ fn an_etcd_compaction_past_the_watch_is_one_relist_and_the_rows_continue() {
     let events: Vec<String> = seen.iter().filter_map(|l| json_event(l)).map(|(e, _)| e).collect();
     assert_eq!(events.iter().filter(|e| *e == "observed").count(), 1, "a relist is no new first row: {events:?}");
     assert!(!events.iter().any(|e| e == "stale"), "{events:?}");
-    let log = std::fs::read_to_string(c.audit_log()).unwrap();
-    let lists = log
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|e| e["userAgent"].as_str().is_some_and(|u| u.starts_with("kubectl-dispatch/")))
+    let lists = c
+        .plugin_events()
+        .iter()
         .filter(|e| e["verb"] == "list" && e["objectRef"]["resource"] == "leases" && e["stage"] == "ResponseComplete")
         // dispatch's Lease's (Kueue's manager's, in kueue-system, is followed beside it).
         .filter(|e| e["objectRef"]["namespace"] == s.lease_ns.as_str())
@@ -284,13 +282,8 @@ fn a_relist_after_an_apiserver_restart_loses_no_transition() {
     assert_eq!(v["previousHolder"], "ctl-a_1");
     let (code, _, _) = w.stop();
     assert_eq!(code, 0);
-    let log = std::fs::read_to_string(c.audit_log()).unwrap();
-    let lists = log
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|e| e["userAgent"].as_str().is_some_and(|u| u.starts_with("kubectl-dispatch/")))
-        .filter(|e| e["verb"] == "list" && e["objectRef"]["resource"] == "leases")
-        .count();
+    let lists =
+        c.plugin_events().iter().filter(|e| e["verb"] == "list" && e["objectRef"]["resource"] == "leases").count();
     assert!(lists >= 2, "a relist (a second LIST) after the restart; saw {lists}");
     c.stop();
 }
@@ -299,9 +292,8 @@ fn a_relist_after_an_apiserver_restart_loses_no_transition() {
 /// audit log, as `(user, verb, code)`.
 fn lease_requests(c: &Cluster, s: &Scenario, since: Timestamp) -> Vec<(String, String, i64)> {
     let path = format!("/namespaces/{}/leases", s.lease_ns);
-    c.audit_events()
+    c.plugin_events()
         .iter()
-        .filter(|e| e["userAgent"].as_str().is_some_and(|u| u.starts_with("kubectl-dispatch/")))
         .filter(|e| e["stage"] == "ResponseComplete")
         .filter(|e| e["requestURI"].as_str().is_some_and(|u| u.contains(&path) && u.contains(&s.lease_name)))
         .filter(|e| e["requestReceivedTimestamp"].as_str().and_then(|t| t.parse::<Timestamp>().ok()) >= Some(since))

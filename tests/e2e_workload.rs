@@ -660,12 +660,10 @@ fn through_kueues_manager(version: &'static str) {
 /// How many reads of the visibility API the plugin sent so far (the audit log's completed
 /// requests, by the plugin's user agent).
 fn position_reads(c: &Cluster) -> usize {
-    let body = std::fs::read_to_string(c.audit_log()).unwrap_or_default();
-    body.lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+    c.plugin_events()
+        .iter()
         .filter(|e| {
             e["stage"] == "ResponseComplete"
-                && e["userAgent"].as_str().is_some_and(|a| a.starts_with("kubectl-dispatch/"))
                 && e["requestURI"].as_str().is_some_and(|u| u.contains("/pendingworkloads"))
         })
         .count()
@@ -853,11 +851,9 @@ fn the_workload_verb_only_reads() {
         "/apis/visibility.kueue.x-k8s.io".to_string(),
     ];
     let seen = eventually("the audit log records the workload verb's requests", Duration::from_secs(10), || {
-        let body = std::fs::read_to_string(c.audit_log()).map_err(|e| e.to_string())?;
-        let seen: Vec<(String, String)> = body
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter(|e| e["userAgent"].as_str().is_some_and(|a| a.starts_with("kubectl-dispatch/")))
+        let seen: Vec<(String, String)> = c
+            .plugin_events()
+            .iter()
             .map(|e| {
                 (
                     e["verb"].as_str().unwrap_or_default().to_string(),

@@ -88,6 +88,12 @@ pub fn src_files() -> Vec<String> {
     out
 }
 
+/// Whether an audit event's user agent is the plugin's own: kubectl's plugin dispatcher
+/// (`kubectl-dispatcher/v1.0`) is not the plugin.
+pub fn is_plugin_agent(user_agent: &str) -> bool {
+    user_agent.starts_with("kubectl-dispatch/")
+}
+
 /// A name no other test in this run uses.
 pub fn unique(prefix: &str) -> String {
     static NEXT: AtomicU32 = AtomicU32::new(0);
@@ -166,6 +172,14 @@ impl Cluster {
             .lines()
             .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("audit line is not JSON ({e}): {l}")))
             .collect()
+    }
+
+    /// The audit log's events of the plugin's own requests (`audit_events` by `is_plugin_agent`),
+    /// in order.
+    pub fn plugin_events(&self) -> Vec<serde_json::Value> {
+        let mut events = self.audit_events();
+        events.retain(|e| e["userAgent"].as_str().is_some_and(is_plugin_agent));
+        events
     }
 
     fn harness(&self, verb: &str) {
