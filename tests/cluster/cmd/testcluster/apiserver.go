@@ -16,7 +16,8 @@ import (
 // lib.sh and passed as TESTCLUSTER_KUBE_APISERVER. Every other version the plugin is tested
 // on (start --apiserver-version VERSION) has a Go module of its own, apiserver/VERSION, since
 // one go.mod pins one k8s.io/kubernetes, and is built into the cache as
-// kube-apiserver-VERSION-noopt (lib.sh builds the default one, optimized, as kube-apiserver-VERSION).
+// kube-apiserver-VERSION-noopt-HASH (modulebin.go; lib.sh builds the default one, optimized, as
+// kube-apiserver-VERSION).
 
 var apiserverVersionRE = regexp.MustCompile(`^v1\.[0-9]+\.[0-9]+$`)
 
@@ -52,22 +53,29 @@ func apiserverBinary(moduleDir, version string) (string, error) {
 	if cache == "" {
 		return "", errors.New("TESTCLUSTER_CACHE_DIR is not set (run testcluster through tests/cluster/run or tests/cluster/testcluster)")
 	}
-	bin := filepath.Join(cache, "kube-apiserver-"+version+unoptimizedSuffix)
-	if exists(bin) {
-		return bin, nil
-	}
 	modDir := filepath.Join(moduleDir, "apiserver", version)
 	gomod, err := os.ReadFile(filepath.Join(modDir, "go.mod"))
 	if err != nil {
 		return "", fmt.Errorf("no Go module to build kube-apiserver %s from: %v (each version but the default, %s, has its own: tests/cluster/apiserver/VERSION)",
 			version, err, defaultAPIServerVersion())
 	}
+	bin, err := moduleBinary(cache, "kube-apiserver-"+version, modDir)
+	if err != nil {
+		return "", err
+	}
+	if exists(bin) {
+		return bin, nil
+	}
 	if !regexp.MustCompile(`(?m)^\s*(require\s+)?k8s\.io/kubernetes\s+` + regexp.QuoteMeta(version) + `(\s|$)`).Match(gomod) {
 		return "", fmt.Errorf("%s/go.mod does not require k8s.io/kubernetes %s", modDir, version)
 	}
-	return bin, buildLocked(cache, ".build-apiserver.lock", bin, func(tmp string) error {
+	if err := buildLocked(cache, ".build-apiserver.lock", bin, func(tmp string) error {
 		return buildAPIServer(modDir, version, tmp)
-	})
+	}); err != nil {
+		return "", err
+	}
+	removeOtherBuilds(bin)
+	return bin, nil
 }
 
 // buildLocked runs build(tmp) under the cache's lock file unless bin exists, then moves tmp

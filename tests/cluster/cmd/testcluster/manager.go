@@ -5,7 +5,8 @@ package main
 //
 //   - built once per version from its own Go module, tests/cluster/kueue/VERSION (so Kueue's
 //     dependencies never move a version the kube-apiserver build uses), into the cache as
-//     kueue-manager-VERSION-noopt (unoptimized, as apiserver.go says why);
+//     kueue-manager-VERSION-noopt-HASH (unoptimized, as apiserver.go says why; HASH of the
+//     module's go.mod and go.sum, modulebin.go);
 //   - every CRD of that version's config/components/crd/bases applied, those the version's
 //     kustomization converts through Kueue's webhook with spec.conversion pointing at it;
 //   - its mutating and validating webhooks (config/components/webhook/manifests.yaml)
@@ -72,14 +73,17 @@ func kueueManagerBinary(moduleDir, version string) (string, error) {
 	if cache == "" {
 		return "", errors.New("TESTCLUSTER_CACHE_DIR is not set (run testcluster through tests/cluster/run or tests/cluster/testcluster)")
 	}
-	bin := filepath.Join(cache, "kueue-manager-"+version+unoptimizedSuffix)
-	if exists(bin) {
-		return bin, nil
-	}
 	modDir := filepath.Join(moduleDir, "kueue", version)
 	gomod, err := os.ReadFile(filepath.Join(modDir, "go.mod"))
 	if err != nil {
 		return "", fmt.Errorf("no Go module to build Kueue's manager %s from: %v (each version has its own, tests/cluster/kueue/VERSION)", version, err)
+	}
+	bin, err := moduleBinary(cache, "kueue-manager-"+version, modDir)
+	if err != nil {
+		return "", err
+	}
+	if exists(bin) {
+		return bin, nil
 	}
 	if !regexp.MustCompile(`(?m)^\s*(require\s+)?sigs\.k8s\.io/kueue\s+` + regexp.QuoteMeta(version) + `(\s|$)`).Match(gomod) {
 		return "", fmt.Errorf("%s/go.mod does not require sigs.k8s.io/kueue %s", modDir, version)
@@ -133,6 +137,7 @@ func kueueManagerBinary(moduleDir, version string) (string, error) {
 	if err := os.Rename(tmp, bin); err != nil {
 		return "", err
 	}
+	removeOtherBuilds(bin)
 	fmt.Fprintf(os.Stderr, "testcluster: built Kueue's manager %s in %.0fs\n", version, time.Since(t0).Seconds())
 	return bin, nil
 }
