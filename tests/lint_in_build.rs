@@ -1,59 +1,56 @@
-//! `scripts/test` runs clippy inside the test build: every `cargo test` there builds with
-//! clippy-driver as the workspace's compiler and clippy's `-D warnings` (the `linted` array),
+//! `scripts/test` runs clippy inside the test build: it exports clippy-driver as the workspace's
+//! compiler and clippy's `-D warnings` (RUSTC_WORKSPACE_WRAPPER, CLIPPY_ARGS) for the whole run,
 //! so each dependency is compiled once, by rustc, and each workspace crate once, linted as it
 //! is built. A `cargo clippy` beside it would compile every dependency a second time (checked),
-//! and a `cargo test` without the array would build the workspace's crates again, since cargo
-//! rebuilds a crate whose wrapper changed; both cost minutes of a cold run and nothing fails.
-//! This holds the script to it.
+//! and a build that did not see the two (a test's own cargo build, tests/e2e_krew.rs) would
+//! compile the workspace's crates again; both cost minutes and nothing fails. The release and
+//! fuzz builds must not see the wrapper: the release is rustc's alone, the fuzz build has flags
+//! of its own. This holds the scripts to it.
 
 use std::path::Path;
 
-fn script() -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/test");
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+fn repo_text(path: &str) -> String {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+    std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
 }
 
-/// What comes before each `cargo SUBCOMMAND` the script runs as a command (at a line's start, or
-/// after `&&`, `||`, `|`, `;`, `(` or the linted array), comments and messages aside.
-fn cargo_runs<'a>(text: &'a str, subcommand: &str) -> Vec<&'a str> {
-    let run = format!("cargo {subcommand} ");
-    let starts_command = |before: &str| {
-        let before = before.trim_end();
-        before.is_empty() || ["&&", "||", "|", ";", "(", "$(", LINTED].iter().any(|end| before.ends_with(end))
-    };
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.starts_with('#'))
-        .flat_map(|l| l.match_indices(&run).map(move |(at, _)| &l[..at]))
-        .filter(|before| starts_command(before))
-        .collect()
+/// The lines of a script that are not comments.
+fn script_lines(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().map(str::trim).filter(|l| !l.starts_with('#'))
 }
-
-const LINTED: &str = "\"${linted[@]}\"";
 
 #[test]
-fn every_cargo_test_of_the_script_builds_linted() {
-    let text = script();
-    let runs = cargo_runs(&text, "test");
-    assert!(runs.len() >= 3, "scripts/test runs cargo test {} times: update this test: {runs:#?}", runs.len());
-    let bare: Vec<&&str> = runs.iter().filter(|before| !before.trim_end().ends_with(LINTED)).collect();
-    assert!(bare.is_empty(), "scripts/test runs cargo test without {LINTED} first after: {bare:#?}");
+fn the_test_run_builds_linted_and_runs_no_cargo_clippy() {
+    let text = repo_text("scripts/test");
+    let lines: Vec<&str> = script_lines(&text).collect();
+    let export = lines
+        .iter()
+        .position(|l| l.starts_with("export RUSTC_WORKSPACE_WRAPPER="))
+        .expect("scripts/test no longer exports RUSTC_WORKSPACE_WRAPPER: update this test");
+    assert_eq!(
+        lines[export],
+        "export RUSTC_WORKSPACE_WRAPPER=$clippy_driver CLIPPY_ARGS=-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+    );
+    assert_eq!(lines[export - 1], "if ! $coverage; then", "the export is for every run but --coverage's");
+    assert!(lines.contains(&"clippy_driver=$(rustc --print sysroot)/bin/clippy-driver"), "clippy-driver's path");
+    let first_cargo = lines.iter().position(|l| l.contains("cargo test ") && !l.contains("echo"));
+    assert!(first_cargo.is_some_and(|at| at > export), "a cargo test before the export");
     assert!(
-        text.lines().any(|l| l.contains(&format!("{LINTED} cargo test --locked --workspace --all-targets --no-run"))),
+        lines.contains(&"cargo test --locked --workspace --all-targets --no-run"),
         "no linted build of every target of the workspace: clippy would miss some"
     );
-    let clippy = cargo_runs(&text, "clippy");
+    let clippy: Vec<&&str> = lines.iter().filter(|l| l.contains("cargo clippy")).collect();
     assert!(clippy.is_empty(), "scripts/test runs cargo clippy, which compiles every dependency again: {clippy:#?}");
 }
 
 #[test]
-fn the_linted_build_is_clippy_with_warnings_denied() {
-    let text = script();
-    let line = text
-        .lines()
-        .find(|l| l.starts_with("linted=("))
-        .expect("scripts/test no longer defines linted=(...) on one line: update this test");
-    assert!(line.contains("RUSTC_WORKSPACE_WRAPPER=\"$clippy_driver\""), "{line}");
-    assert!(line.contains("CLIPPY_ARGS=\"-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__\""), "{line}");
-    assert!(text.contains("clippy_driver=$(rustc --print sysroot)/bin/clippy-driver"), "clippy-driver's path");
+fn the_release_and_fuzz_builds_drop_the_wrapper() {
+    for (script, build) in [("scripts/release", "\"${build[@]}\""), ("scripts/fuzz", "cargo build ")] {
+        let text = repo_text(script);
+        let runs: Vec<&str> = script_lines(&text).filter(|l| l.contains(build)).collect();
+        assert!(!runs.is_empty(), "{script} has no line with {build}: update this test");
+        for line in runs {
+            assert!(line.contains("-u RUSTC_WORKSPACE_WRAPPER"), "{script} builds with the caller's wrapper: {line}");
+        }
+    }
 }
