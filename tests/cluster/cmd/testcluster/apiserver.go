@@ -69,17 +69,13 @@ func apiserverBinary(moduleDir, version string) (string, error) {
 	if !regexp.MustCompile(`(?m)^\s*(require\s+)?k8s\.io/kubernetes\s+` + regexp.QuoteMeta(version) + `(\s|$)`).Match(gomod) {
 		return "", fmt.Errorf("%s/go.mod does not require k8s.io/kubernetes %s", modDir, version)
 	}
-	if err := buildLocked(cache, ".build-apiserver.lock", bin, func(tmp string) error {
+	return bin, buildLocked(cache, ".build-apiserver.lock", bin, func(tmp string) error {
 		return buildAPIServer(modDir, version, tmp)
-	}); err != nil {
-		return "", err
-	}
-	removeOtherBuilds(bin)
-	return bin, nil
+	})
 }
 
 // buildLocked runs build(tmp) under the cache's lock file unless bin exists, then moves tmp
-// to bin.
+// to bin and removes the cache's other builds of bin's name (modulebin.go).
 func buildLocked(cache, lockName, bin string, build func(tmp string) error) error {
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return err
@@ -100,7 +96,11 @@ func buildLocked(cache, lockName, bin string, build func(tmp string) error) erro
 		os.Remove(tmp)
 		return err
 	}
-	return os.Rename(tmp, bin)
+	if err := os.Rename(tmp, bin); err != nil {
+		return err
+	}
+	removeOtherBuilds(bin)
+	return nil
 }
 
 // buildAPIServer builds k8s.io/kubernetes/cmd/kube-apiserver in modDir into out, stamped
@@ -122,12 +122,8 @@ func buildAPIServer(modDir, version, out string) error {
 		cmd.Env = append(cmd.Env, "GOCACHE="+gocache)
 	}
 	if b, err := cmd.CombinedOutput(); err != nil {
-		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-		if len(lines) > 15 {
-			lines = lines[len(lines)-15:]
-		}
 		return fmt.Errorf("cannot build kube-apiserver: go build k8s.io/kubernetes/cmd/kube-apiserver in the module tests/cluster/apiserver/%s failed: %v\n  %s",
-			version, err, strings.Join(lines, "\n  "))
+			version, err, strings.Join(lastLines(b, 15), "\n  "))
 	}
 	fmt.Fprintf(os.Stderr, "testcluster: built kube-apiserver %s in %.0fs\n", version, time.Since(t0).Seconds())
 	return nil

@@ -88,20 +88,13 @@ func kueueManagerBinary(moduleDir, version string) (string, error) {
 	if !regexp.MustCompile(`(?m)^\s*(require\s+)?sigs\.k8s\.io/kueue\s+` + regexp.QuoteMeta(version) + `(\s|$)`).Match(gomod) {
 		return "", fmt.Errorf("%s/go.mod does not require sigs.k8s.io/kueue %s", modDir, version)
 	}
-	if err := os.MkdirAll(cache, 0o755); err != nil {
-		return "", err
-	}
-	lock, err := os.OpenFile(filepath.Join(cache, ".build-kueue.lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return "", err
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return "", err
-	}
-	if exists(bin) {
-		return bin, nil
-	}
+	return bin, buildLocked(cache, ".build-kueue.lock", bin, func(tmp string) error {
+		return buildKueueManager(modDir, version, tmp)
+	})
+}
+
+// buildKueueManager builds sigs.k8s.io/kueue/cmd/kueue in modDir into out, stamped with version.
+func buildKueueManager(modDir, version, out string) error {
 	fmt.Fprintf(os.Stderr, "testcluster: building Kueue's manager %s (sigs.k8s.io/kueue/cmd/kueue; a cold build takes about 6 minutes on 2 cores)...\n", version)
 	t0 := time.Now()
 	// A Go build cache of its own, removed afterwards: a version's compiled packages take
@@ -113,33 +106,22 @@ func kueueManagerBinary(moduleDir, version string) (string, error) {
 	// managers on their Kubernetes minor are shared (pinned alike in both modules' go.mod).
 	gocache := os.Getenv("TESTCLUSTER_KUEUE_GOCACHE")
 	if gocache == "" {
-		gocache, err = os.MkdirTemp("", "kueue-manager-gocache-")
-		if err != nil {
-			return "", err
+		var err error
+		if gocache, err = os.MkdirTemp("", "kueue-manager-gocache-"); err != nil {
+			return err
 		}
 		defer os.RemoveAll(gocache)
 	}
-	tmp := fmt.Sprintf("%s.tmp.%d", bin, os.Getpid())
 	cmd := exec.CommandContext(shutdownCtx, goBinary(), unoptimizedBuild(
-		"-X sigs.k8s.io/kueue/pkg/version.GitVersion="+version, tmp, "sigs.k8s.io/kueue/cmd/kueue")...)
+		"-X sigs.k8s.io/kueue/pkg/version.GitVersion="+version, out, "sigs.k8s.io/kueue/cmd/kueue")...)
 	cmd.Dir = modDir
 	cmd.Env = append(append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=", "GOCACHE="+gocache), gcEnv()...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		os.Remove(tmp)
-		lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-		if len(lines) > 15 {
-			lines = lines[len(lines)-15:]
-		}
-		return "", fmt.Errorf("cannot build Kueue's manager: go build sigs.k8s.io/kueue/cmd/kueue in the module tests/cluster/kueue/%s (sigs.k8s.io/kueue %s) failed: %v\n  %s",
-			version, version, err, strings.Join(lines, "\n  "))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("cannot build Kueue's manager: go build sigs.k8s.io/kueue/cmd/kueue in the module tests/cluster/kueue/%s (sigs.k8s.io/kueue %s) failed: %v\n  %s",
+			version, version, err, strings.Join(lastLines(b, 15), "\n  "))
 	}
-	if err := os.Rename(tmp, bin); err != nil {
-		return "", err
-	}
-	removeOtherBuilds(bin)
 	fmt.Fprintf(os.Stderr, "testcluster: built Kueue's manager %s in %.0fs\n", version, time.Since(t0).Seconds())
-	return bin, nil
+	return nil
 }
 
 // convertedCRDs are the CRDs that version's kustomization converts through Kueue's webhook

@@ -282,9 +282,14 @@ func logTail(dir, name string, n int) string {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return fmt.Sprintf("  (no output in %s.log)\n", name)
 	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return fmt.Sprintf("  last lines of %s.log:\n    %s\n", name, strings.Join(lastLines(b, n), "\n    "))
+}
+
+// lastLines is the last n lines of a log or a command's output.
+func lastLines(out []byte, n int) []string {
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
-	return fmt.Sprintf("  last lines of %s.log:\n    %s\n", name, strings.Join(lines, "\n    "))
+	return lines
 }
