@@ -5,7 +5,8 @@
 //! and a build that did not see the two (a test's own cargo build, tests/e2e_krew.rs) would
 //! compile the workspace's crates again; both cost minutes and nothing fails. The release and
 //! fuzz builds must not see the wrapper: the release is rustc's alone, the fuzz build has flags
-//! of its own. This holds the scripts to it.
+//! of its own (for the repository's own crates, reusing the test build's dependencies, which
+//! needs fuzz/Cargo.toml's dev profile to be the plugin's). This holds the scripts to it.
 
 use std::path::Path;
 
@@ -53,4 +54,36 @@ fn the_release_and_fuzz_builds_drop_the_wrapper() {
             assert!(line.contains("-u RUSTC_WORKSPACE_WRAPPER"), "{script} builds with the caller's wrapper: {line}");
         }
     }
+}
+
+/// The `[profile.dev...]` sections of a Cargo.toml, each as its header and its settings, comments
+/// and blank lines left out.
+fn dev_profile(text: &str) -> Vec<(String, Vec<String>)> {
+    let mut sections: Vec<(String, Vec<String>)> = Vec::new();
+    let mut inside = false;
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        if line.starts_with('[') {
+            inside = line.starts_with("[profile.dev]") || line.starts_with("[profile.dev.");
+            if inside {
+                sections.push((line.to_string(), Vec::new()));
+            }
+        } else if inside {
+            sections.last_mut().expect("a section").1.push(line.to_string());
+        }
+    }
+    sections
+}
+
+/// scripts/fuzz reuses the test build's compiled dependencies, which are the same files only
+/// when the fuzz crate compiles them with the same profile: a drift would not fail, it would
+/// compile every dependency again in the fuzz build (minutes of a cold run).
+#[test]
+fn the_fuzz_build_compiles_dependencies_with_the_test_builds_profile() {
+    let ours = dev_profile(&repo_text("Cargo.toml"));
+    assert!(ours.iter().any(|(h, _)| h == "[profile.dev]"), "no [profile.dev] in Cargo.toml: update this test");
+    assert_eq!(
+        dev_profile(&repo_text("fuzz/Cargo.toml")),
+        ours,
+        "fuzz/Cargo.toml's dev profile differs from Cargo.toml's"
+    );
 }
